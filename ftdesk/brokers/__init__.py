@@ -1,0 +1,1 @@
+"""Brokerages behind one protocol: ``paper`` (simulated, the default) and ``fidelity``."""

@@ -1,0 +1,1 @@
+"""The paper brokerage: a complete simulated broker, the embedded default."""

@@ -1,0 +1,99 @@
+"""SQLite persistence of the paper world: one file in the data dir, every change in a transaction.
+
+Components declare their tables as DDL strings; the store creates them on open. WAL mode with
+``synchronous=NORMAL`` keeps every committed transaction across a killed process (a power loss may
+drop the last ones), and a transaction that was not committed leaves no trace.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+_META_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (
+    key   TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
+"""
+
+
+class PaperStore:
+    """A SQLite database holding everything a paper user creates or changes."""
+
+    def __init__(self, path: Path, schemas: Sequence[str] = ()) -> None:
+        self.path = path
+        self._schemas = [_META_SCHEMA, *schemas]
+        self._conn: sqlite3.Connection | None = None
+        self._depth = 0
+
+    def open(self) -> None:
+        """Open (creating if needed) the database and its tables."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+        conn.row_factory = sqlite3.Row
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=NORMAL")
+        conn.execute("PRAGMA foreign_keys=ON")
+        conn.execute("PRAGMA busy_timeout=5000")
+        for ddl in self._schemas:
+            conn.executescript(ddl)
+        self._conn = conn
+
+    def close(self) -> None:
+        """Close the database; idempotent."""
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+    @property
+    def conn(self) -> sqlite3.Connection:
+        """Return the open connection."""
+        if self._conn is None:
+            raise RuntimeError("PaperStore is not open")
+        return self._conn
+
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """Run a block atomically; nested blocks join the outer transaction."""
+        conn = self.conn
+        if self._depth:
+            self._depth += 1
+            try:
+                yield conn
+            finally:
+                self._depth -= 1
+            return
+        conn.execute("BEGIN IMMEDIATE")
+        self._depth = 1
+        try:
+            yield conn
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        else:
+            conn.execute("COMMIT")
+        finally:
+            self._depth = 0
+
+    def query(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> list[sqlite3.Row]:
+        """Return all rows of a read query."""
+        return self.conn.execute(sql, params).fetchall()
+
+    def query_one(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> sqlite3.Row | None:
+        """Return the first row of a read query, or None."""
+        row: sqlite3.Row | None = self.conn.execute(sql, params).fetchone()
+        return row
+
+    def get_meta(self, key: str) -> str | None:
+        """Return a value of the key/value meta table."""
+        row = self.query_one("SELECT value FROM meta WHERE key = ?", (key,))
+        return None if row is None else str(row["value"])
+
+    def set_meta(self, key: str, value: str) -> None:
+        """Set a value of the key/value meta table (inside the caller's transaction, if any)."""
+        with self.transaction() as conn:
+            conn.execute("INSERT INTO meta(key, value) VALUES(?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value", (key, value))

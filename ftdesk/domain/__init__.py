@@ -1,0 +1,1 @@
+"""Pure domain: the spec's records, enums and the error tree (stdlib and pydantic only)."""

@@ -1,0 +1,129 @@
+"""The domain error tree.
+
+Every failure the service reports to a client is one of these. The mapping from error class to
+wire code and HTTP status lives in one place, ``ftdesk.service.errors``; brokers and the service
+raise these and never build HTTP responses themselves.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class FtdeskError(Exception):
+    """Base of every error ftdesk reports to a client."""
+
+    def __init__(self, message: str, *, details: Any = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.details = details
+
+
+# --- request shape -------------------------------------------------------------------------
+
+
+class MalformedRequest(FtdeskError):
+    """The request could not be read (bad JSON, wrong content type)."""
+
+
+class ValidationFailed(FtdeskError):
+    """The request was readable but a field is invalid; details name each bad field."""
+
+
+class NotFound(FtdeskError):
+    """The path, account, order, note or symbol does not exist."""
+
+
+class MethodNotAllowed(FtdeskError):
+    """The path exists but not with this method."""
+
+
+class PayloadTooLarge(FtdeskError):
+    """The request body is larger than the service accepts."""
+
+
+class Conflict(FtdeskError):
+    """The request conflicts with the current state of a resource."""
+
+
+# --- local security ------------------------------------------------------------------------
+
+
+class ApiKeyInvalid(FtdeskError):
+    """The API key is missing or wrong."""
+
+
+class HostNotAllowed(FtdeskError):
+    """The Host header does not name this machine (DNS-rebinding defence)."""
+
+
+class OriginNotAllowed(FtdeskError):
+    """A browser Origin that is not on the allow-list."""
+
+
+# --- session -------------------------------------------------------------------------------
+
+
+class AuthRequired(FtdeskError):
+    """No brokerage session exists."""
+
+
+class SessionExpired(FtdeskError):
+    """The brokerage session timed out and could not be renewed."""
+
+
+class LoginFailed(FtdeskError):
+    """The brokerage refused the username or password."""
+
+
+class TotpRequired(FtdeskError):
+    """The account needs a second factor and none was given (or the code was wrong)."""
+
+
+class CredentialStoreUnavailable(FtdeskError):
+    """Credentials cannot be stored: no OS keychain and no encryption key configured."""
+
+
+# --- trading safety ------------------------------------------------------------------------
+
+
+class LiveTradingDisabled(FtdeskError):
+    """Dry-run mode is active; a place operation was refused before reaching the broker."""
+
+
+class PreviewRequired(FtdeskError):
+    """A place did not carry the conf_num of a usable preview made by this service."""
+
+
+class PreviewMismatch(FtdeskError):
+    """A place body differs from what was previewed; details name the fields."""
+
+
+class IdempotencyKeyReused(FtdeskError):
+    """An Idempotency-Key was reused with a different request body."""
+
+
+# --- brokerage -----------------------------------------------------------------------------
+
+
+class BrokerError(FtdeskError):
+    """The brokerage (real or simulated) returned an error."""
+
+
+class OrderRejected(BrokerError):
+    """The brokerage rejected an order; ``reason`` is a stable machine-readable code."""
+
+    def __init__(self, message: str, *, reason: str, details: Any = None) -> None:
+        merged: dict[str, Any] = {"reason": reason}
+        if isinstance(details, dict):
+            merged.update(details)
+        super().__init__(message, details=merged)
+        self.reason = reason
+
+
+class StreamingUnavailable(FtdeskError):
+    """A stream cannot be served (e.g. account events without BEPS configuration)."""
+
+
+class InternalError(FtdeskError):
+    """An unexpected failure inside ftdesk; details are in the log, never in the response."""

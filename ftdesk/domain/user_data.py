@@ -1,0 +1,80 @@
+"""Watchlists, preferences, alerts and reference data (the ten further endpoints)."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+from pydantic import Field
+
+from ftdesk.domain.base import Record, UpstreamRecord
+
+
+class Watchlist(UpstreamRecord):
+    """A named list of symbols."""
+
+    watchlist_id: str
+    name: str
+    symbols: list[str]
+    update_date: str
+
+
+class WatchlistDraft(Record):
+    """A watchlist to create (no id) or replace (with id)."""
+
+    watchlist_id: str | None = None
+    name: str = Field(min_length=1, max_length=100)
+    symbols: list[str] = Field(default_factory=list, max_length=500)
+
+
+class TriggerDirection(StrEnum):
+    """Whether a price trigger fires when the price rises to or falls to its level."""
+
+    ABOVE = "ABOVE"
+    BELOW = "BELOW"
+
+
+class TriggerStatus(StrEnum):
+    """State of a price trigger."""
+
+    ACTIVE = "ACTIVE"
+    TRIGGERED = "TRIGGERED"
+
+
+class PriceTrigger(UpstreamRecord):
+    """A price alert."""
+
+    trigger_id: str
+    symbol: str
+    direction: TriggerDirection
+    price: float
+    status: TriggerStatus
+    note: str = ""
+    create_time: str
+    triggered_time: str | None = None
+    triggered_price: float | None = None
+
+
+class PriceTriggerDraft(Record):
+    """A price alert to create."""
+
+    symbol: str = Field(min_length=1)
+    direction: TriggerDirection
+    price: float = Field(gt=0)
+    note: str = Field(default="", max_length=500)
+
+
+class AlertSubscription(Record):
+    """The result of activating alert delivery (never carries upstream credentials)."""
+
+    active: bool
+    delivery: str = Field(description="Where alerts arrive, e.g. '/api/v1/streaming/events'.")
+    active_triggers: int
+
+
+class Holiday(UpstreamRecord):
+    """A market holiday or early close."""
+
+    date: str
+    name: str
+    status: str = Field(description="CLOSED or EARLY_CLOSE.")
+    close_time: str | None = Field(default=None, description="Local close time on an early-close day, e.g. '13:00'.")

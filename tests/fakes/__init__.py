@@ -1,0 +1,1 @@
+"""Fakes with behaviour: a manual clock, an in-memory keyring, fake upstream servers."""
