@@ -116,7 +116,9 @@ class Balance(UpstreamRecord):
     margin_equity_pct: float | None = None
     maintenance_requirement: float = 0.0
     cash_buying_power: float = Field(description="What can be bought without borrowing.")
-    margin_buying_power: float | None = Field(default=None, description="What can be bought using margin; null for cash accounts.")
+    margin_buying_power: float | None = Field(
+        default=None, description="What can be bought using margin; null for cash accounts."
+    )
     non_margin_buying_power: float
     available_to_withdraw: float
     cash_committed_to_open_orders: float = 0.0
@@ -130,7 +132,10 @@ class Transaction(UpstreamRecord):
     acct_num: str
     date: str = Field(description="Trade or posting date, ISO YYYY-MM-DD.")
     settle_date: str | None = None
-    txn_type: str = Field(description="BUY, SELL, SELL_SHORT, BUY_TO_COVER, OPTION_BUY, OPTION_SELL, DIVIDEND, INTEREST, DEPOSIT, FEE, ...")
+    txn_type: str = Field(
+        description="BUY, SELL, SELL_SHORT, BUY_TO_COVER, OPTION_BUY, OPTION_SELL, DIVIDEND, INTEREST, DEPOSIT, "
+        "FEE, ..."
+    )
     description: str
     symbol: str | None = None
     quantity: float | None = None

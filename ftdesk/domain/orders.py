@@ -272,7 +272,9 @@ class OrderIdDetail(Record):
     """Identifiers of an order (spec: id_detail containing conf_num)."""
 
     conf_num: str
-    parent_conf_num: str | None = Field(default=None, description="The conditional group's primary order, for triggered legs.")
+    parent_conf_num: str | None = Field(
+        default=None, description="The conditional group's primary order, for triggered legs."
+    )
     replaced_by: str | None = Field(default=None, description="conf_num of the order that replaced this one.")
 
 

@@ -53,7 +53,9 @@ class AnalyticsLeg(Record):
 
     symbol: str = Field(description="An option symbol, or the underlying itself for a stock leg.")
     quantity: float = Field(description="Contracts (or shares for a stock leg); negative for short.")
-    price: float | None = Field(default=None, description="Entry price per share/contract unit; the current mid if omitted.")
+    price: float | None = Field(
+        default=None, description="Entry price per share/contract unit; the current mid if omitted."
+    )
 
 
 class AnalyticsRequest(Record):

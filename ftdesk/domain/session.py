@@ -24,7 +24,9 @@ class Credentials(Record):
     username: str = Field(min_length=1)
     password: SecretStr
     totp_code: str | None = Field(default=None, description="A current 6-digit code from the authenticator app.")
-    totp_secret: SecretStr | None = Field(default=None, description="The base32 TOTP secret; the code is computed from it.")
+    totp_secret: SecretStr | None = Field(
+        default=None, description="The base32 TOTP secret; the code is computed from it."
+    )
 
 
 class BrokerSession(Record):
@@ -32,5 +34,7 @@ class BrokerSession(Record):
 
     username: str
     logged_in_at: datetime
-    expires_at: datetime | None = Field(default=None, description="When the upstream session lapses without keep-alive, if known.")
+    expires_at: datetime | None = Field(
+        default=None, description="When the upstream session lapses without keep-alive, if known."
+    )
     member_id: str | None = Field(default=None, description="Upstream member identifier, if the broker has one.")

@@ -96,4 +96,7 @@ class PaperStore:
     def set_meta(self, key: str, value: str) -> None:
         """Set a value of the key/value meta table (inside the caller's transaction, if any)."""
         with self.transaction() as conn:
-            conn.execute("INSERT INTO meta(key, value) VALUES(?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value", (key, value))
+            conn.execute(
+                "INSERT INTO meta(key, value) VALUES(?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                (key, value),
+            )

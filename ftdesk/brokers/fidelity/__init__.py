@@ -1,0 +1,1 @@
+"""The Fidelity Trader+ upstream adapter (built in the Fidelity issue)."""

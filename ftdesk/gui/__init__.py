@@ -1,0 +1,1 @@
+"""The only package that imports PySide6 or qasync: tray, dialogs, status window and the bridge."""

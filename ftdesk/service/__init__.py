@@ -1,0 +1,1 @@
+"""The aiohttp service: middleware, routes, OpenAPI, session, credentials, live gate, order journal."""

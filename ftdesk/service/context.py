@@ -1,0 +1,33 @@
+"""What the route handlers reach through the aiohttp app: typed AppKeys, no globals."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from aiohttp import web
+
+from ftdesk.config import Settings
+from ftdesk.domain.clock import Clock
+from ftdesk.service.keys import KeySource
+from ftdesk.service.routing import Endpoint
+from ftdesk.service.streams import StreamRegistry
+
+
+@dataclass
+class ServiceContext:
+    """The collaborators of the web layer, built by the composition root."""
+
+    settings: Settings
+    api_key: str
+    key_source: KeySource
+    clock: Clock
+    version: str
+    broker_name: str
+    streams: StreamRegistry
+    started_monotonic: float
+
+
+CONTEXT = web.AppKey("ftdesk_context", ServiceContext)
+ENDPOINTS = web.AppKey("ftdesk_endpoints", list[Endpoint])
+OPENAPI = web.AppKey("ftdesk_openapi", dict[str, Any])

@@ -1,0 +1,86 @@
+"""The one place where domain errors become wire codes and HTTP statuses."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ftdesk.domain import errors as e
+
+
+@dataclass(frozen=True)
+class ErrorSpec:
+    """How one kind of error appears on the wire."""
+
+    code: str
+    status: int
+    description: str
+
+
+ERROR_TABLE: dict[type[e.FtdeskError], ErrorSpec] = {
+    e.MalformedRequest: ErrorSpec("MALFORMED_REQUEST", 400, "The body is not valid JSON or not a JSON object."),
+    e.AuthRequired: ErrorSpec("AUTH_REQUIRED", 401, "Not logged in to the brokerage: POST /api/v1/auth/login first."),
+    e.SessionExpired: ErrorSpec(
+        "SESSION_EXPIRED", 401, "The brokerage session timed out and auto re-auth is off or failed."
+    ),
+    e.LoginFailed: ErrorSpec("LOGIN_FAILED", 401, "The brokerage refused the username or password."),
+    e.TotpRequired: ErrorSpec(
+        "TOTP_REQUIRED", 401, "The account needs a TOTP code (totp_code or totp_secret), or the code was wrong."
+    ),
+    e.ApiKeyInvalid: ErrorSpec("API_KEY_INVALID", 403, "Missing or wrong `Authorization: Bearer <API_KEY>`."),
+    e.HostNotAllowed: ErrorSpec("HOST_NOT_ALLOWED", 403, "The Host header does not name this machine."),
+    e.OriginNotAllowed: ErrorSpec("ORIGIN_NOT_ALLOWED", 403, "The browser Origin is not on FTSERVICE_ALLOWED_ORIGINS."),
+    e.LiveTradingDisabled: ErrorSpec(
+        "LIVE_TRADING_DISABLED", 403, "Dry-run mode is active; the place was refused before reaching the broker."
+    ),
+    e.NotFound: ErrorSpec("NOT_FOUND", 404, "No such path, account, order, note, trigger or symbol."),
+    e.MethodNotAllowed: ErrorSpec(
+        "METHOD_NOT_ALLOWED", 405, "The path exists but not with this method; details list the allowed ones."
+    ),
+    e.Conflict: ErrorSpec("CONFLICT", 409, "The request conflicts with the resource's current state."),
+    e.PreviewRequired: ErrorSpec(
+        "PREVIEW_REQUIRED", 409, "Place needs the conf_num of an unexpired, unused preview made by this service."
+    ),
+    e.PreviewMismatch: ErrorSpec(
+        "PREVIEW_MISMATCH", 409, "The place body differs from the preview; details name the fields."
+    ),
+    e.PayloadTooLarge: ErrorSpec("PAYLOAD_TOO_LARGE", 413, "The request body exceeds FTSERVICE_MAX_BODY_BYTES."),
+    e.ValidationFailed: ErrorSpec(
+        "VALIDATION_ERROR", 422, "A field is invalid; details list each bad field with the reason."
+    ),
+    e.IdempotencyKeyReused: ErrorSpec(
+        "IDEMPOTENCY_KEY_REUSED", 422, "The Idempotency-Key was used before with a different body."
+    ),
+    e.CredentialStoreUnavailable: ErrorSpec(
+        "CREDENTIAL_STORE_UNAVAILABLE",
+        503,
+        "No OS keychain and no FTSERVICE_ENCRYPTION_KEY: credentials cannot be stored.",
+    ),
+    e.StreamingUnavailable: ErrorSpec(
+        "STREAMING_UNAVAILABLE", 503, "The stream cannot be served; the message says which settings are missing."
+    ),
+    e.BrokerError: ErrorSpec(
+        "BROKER_ERROR", 502, "The brokerage returned an error or rejected the order; the message is the brokerage's."
+    ),
+    e.InternalError: ErrorSpec(
+        "INTERNAL_ERROR",
+        500,
+        "An unexpected failure inside ftdesk; the log has the details (search for the request id).",
+    ),
+}
+
+
+def spec_for(error: e.FtdeskError) -> ErrorSpec:
+    """Return the wire code and status of a domain error (its nearest listed ancestor's)."""
+    for cls in type(error).__mro__:
+        found = ERROR_TABLE.get(cls)
+        if found is not None:
+            return found
+    return ERROR_TABLE[e.InternalError]
+
+
+def spec_for_code(code: str) -> ErrorSpec:
+    """Return the spec of a wire code."""
+    for spec in ERROR_TABLE.values():
+        if spec.code == code:
+            return spec
+    raise KeyError(code)

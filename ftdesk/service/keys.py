@@ -1,0 +1,143 @@
+"""Secrets at rest: the OS keychain through keyring, with a 0600 file where no keychain exists.
+
+The API key is generated once on first start and kept in the keychain (or ``<data dir>/api-key`` with
+mode 0600 when the machine has none, as on a headless Linux box); ``FTSERVICE_API_KEY`` overrides both.
+Every call here can block (D-Bus, disk), so the service calls it from a worker thread.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hmac
+import logging
+import os
+import secrets
+import tempfile
+from enum import StrEnum
+from pathlib import Path
+
+from keyring.backend import KeyringBackend
+
+log = logging.getLogger(__name__)
+
+KEYCHAIN_SERVICE = "ftdesk"
+API_KEY_ENTRY = "api-key"
+API_KEY_FILE_NAME = "api-key"
+_PROBE_ENTRY = "ftdesk-keychain-probe"
+
+
+class KeySource(StrEnum):
+    """Where the effective API key lives."""
+
+    ENVIRONMENT = "environment"
+    KEYCHAIN = "keychain"
+    FILE = "file"
+
+
+class SecretVault:
+    """The OS keychain, probed once with a canary write so a broken backend is never trusted."""
+
+    def __init__(self, backend: KeyringBackend | None) -> None:
+        self._backend = backend
+        self._available: bool | None = None
+
+    @property
+    def available(self) -> bool:
+        """Say whether secrets can be stored in the keychain (probed on first use)."""
+        if self._available is None:
+            self._available = self._probe()
+        return self._available
+
+    def _probe(self) -> bool:
+        if self._backend is None:
+            return False
+        canary = secrets.token_hex(8)
+        try:
+            self._backend.set_password(KEYCHAIN_SERVICE, _PROBE_ENTRY, canary)
+            ok = self._backend.get_password(KEYCHAIN_SERVICE, _PROBE_ENTRY) == canary
+            with contextlib.suppress(Exception):
+                self._backend.delete_password(KEYCHAIN_SERVICE, _PROBE_ENTRY)
+        except Exception as exc:  # any backend failure (no D-Bus, locked keyring) means "no keychain"
+            log.info("No usable OS keychain (%s); secrets fall back to files in the data dir", type(exc).__name__)
+            return False
+        return ok
+
+    def get(self, entry: str) -> str | None:
+        """Return a stored secret or None."""
+        if not self.available or self._backend is None:
+            return None
+        value: str | None = self._backend.get_password(KEYCHAIN_SERVICE, entry)
+        return value
+
+    def set(self, entry: str, value: str) -> None:
+        """Store a secret."""
+        if not self.available or self._backend is None:
+            raise RuntimeError("no OS keychain available")
+        self._backend.set_password(KEYCHAIN_SERVICE, entry, value)
+
+    def delete(self, entry: str) -> None:
+        """Remove a secret; missing entries are fine."""
+        if not self.available or self._backend is None:
+            return
+        with contextlib.suppress(Exception):
+            self._backend.delete_password(KEYCHAIN_SERVICE, entry)
+
+
+def write_private_file(path: Path, text: str) -> None:
+    """Write a file only the user can read (mode 0600), atomically."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}-", dir=path.parent)
+    try:
+        os.chmod(tmp, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def new_api_key() -> str:
+    """Return a fresh random API key (256 bits, URL-safe)."""
+    return secrets.token_urlsafe(32)
+
+
+class ApiKeyStore:
+    """Finds, creates and regenerates the API key."""
+
+    def __init__(self, vault: SecretVault, data_dir: Path, override: str | None) -> None:
+        self._vault = vault
+        self._file = data_dir / API_KEY_FILE_NAME
+        self._override = override
+
+    def load_or_create(self) -> tuple[str, KeySource]:
+        """Return the API key and where it lives, generating and storing one on first start."""
+        if self._override:
+            return self._override, KeySource.ENVIRONMENT
+        if self._vault.available:
+            stored = self._vault.get(API_KEY_ENTRY)
+            if stored:
+                return stored, KeySource.KEYCHAIN
+        elif self._file.exists():
+            stored = self._file.read_text(encoding="utf-8").strip()
+            if stored:
+                return stored, KeySource.FILE
+        return self._store(new_api_key())
+
+    def regenerate(self) -> tuple[str, KeySource]:
+        """Replace the stored API key with a new one (not possible while FTSERVICE_API_KEY is set)."""
+        if self._override:
+            raise RuntimeError("FTSERVICE_API_KEY fixes the API key; unset it to regenerate")
+        return self._store(new_api_key())
+
+    def _store(self, key: str) -> tuple[str, KeySource]:
+        if self._vault.available:
+            self._vault.set(API_KEY_ENTRY, key)
+            return key, KeySource.KEYCHAIN
+        write_private_file(self._file, key + "\n")
+        return key, KeySource.FILE
+
+
+def keys_match(presented: str, expected: str) -> bool:
+    """Compare two keys in constant time."""
+    return hmac.compare_digest(presented.encode("utf-8"), expected.encode("utf-8"))

@@ -1,0 +1,237 @@
+"""OpenAPI 3.1 generated from the route table and the pydantic models; there is no hand-kept copy."""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, create_model
+from pydantic.json_schema import models_json_schema
+
+from ftdesk.domain import errors as e
+from ftdesk.service.errors import ERROR_TABLE
+from ftdesk.service.routing import Endpoint
+
+_REF = "#/components/schemas/{model}"
+_PATH_PARAM = re.compile(r"\{([^}:]+)(?::[^}]*)?\}")
+
+API_DESCRIPTION = """\
+ftdesk serves your brokerage account on this machine: REST under `/api/v1`, Server-Sent Events and a
+WebSocket for real-time quotes and account events.
+
+**Envelope.** Every JSON response is `{"ok": true, "data": ..., "error": null}` on success and
+`{"ok": false, "data": null, "error": {"code", "message", "details"}}` on failure, with the HTTP status of
+the error code (listed under each operation). Every response carries `X-Request-ID` (send your own to
+correlate; otherwise one is generated). Validation failures (`VALIDATION_ERROR`, 422) list each bad field
+in `details` as `{field, location, message, type}`.
+
+**Authentication.** Send `Authorization: Bearer <API key>` on every request except `GET /api/v1/health`
+and `/docs`. The key is generated on first start and kept in the OS keychain (or a 0600 file in the data
+dir); print it with `ftdesk --print-api-key` or copy it from the tray. `FTSERVICE_API_KEY` fixes it and
+`FTSERVICE_API_KEY_REQUIRED=false` turns the check off.
+
+**Local only.** The service binds 127.0.0.1. Requests whose `Host` does not name this machine get
+`HOST_NOT_ALLOWED` (a DNS-rebinding defence) and browser requests from an `Origin` that is not the
+service's own nor on `FTSERVICE_ALLOWED_ORIGINS` get `ORIGIN_NOT_ALLOWED`; allowed origins receive CORS
+headers. Bodies over `FTSERVICE_MAX_BODY_BYTES` (1 MiB by default) get `PAYLOAD_TOO_LARGE`.
+
+**Conventions.** Field names are the spec's record names (snake_case). List query parameters accept
+`symbols=A,B` and `symbols=A&symbols=B`. Dates are ISO `YYYY-MM-DD`. Unknown query parameters and body
+fields are rejected with `VALIDATION_ERROR`, so a typo never passes silently.
+"""
+
+
+class ErrorInfo(BaseModel):
+    """The error member of a failure envelope."""
+
+    model_config = ConfigDict(title="ErrorInfo")
+
+    code: str = Field(description="Stable machine-readable code, e.g. VALIDATION_ERROR.")
+    message: str = Field(description="What went wrong, for a human.")
+    details: Any = Field(default=None, description="Structured extra information (bad fields, allowed methods, ...).")
+
+
+class ErrorEnvelope(BaseModel):
+    """A failure response."""
+
+    model_config = ConfigDict(title="ErrorEnvelope")
+
+    ok: Literal[False]
+    data: None
+    error: ErrorInfo
+
+
+def _pascal(name: str) -> str:
+    return "".join(part[:1].upper() + part[1:] for part in re.split(r"[_\W]+", name) if part)
+
+
+def _envelope_for(endpoint: Endpoint) -> type[BaseModel]:
+    data_type: Any = endpoint.response if endpoint.response is not None else None
+    return create_model(
+        f"{_pascal(endpoint.operation_id)}Response",
+        __config__=ConfigDict(title=f"{_pascal(endpoint.operation_id)}Response"),
+        __doc__=f"Success envelope of {endpoint.method} {endpoint.path}.",
+        ok=(Literal[True], ...),
+        data=(data_type, ...),
+        error=(None, None),
+    )
+
+
+def _error_classes(endpoint: Endpoint) -> list[type[e.FtdeskError]]:
+    classes: list[type[e.FtdeskError]] = [e.HostNotAllowed, e.OriginNotAllowed, e.InternalError]
+    if endpoint.api_key:
+        classes.append(e.ApiKeyInvalid)
+    if endpoint.query is not None or endpoint.body is not None or endpoint.kind == "json":
+        classes.append(e.ValidationFailed)
+    if endpoint.body is not None:
+        classes += [e.MalformedRequest, e.PayloadTooLarge]
+    if endpoint.needs_session:
+        classes += [e.AuthRequired, e.SessionExpired, e.BrokerError]
+    classes += list(endpoint.errors)
+    unique: list[type[e.FtdeskError]] = []
+    for cls in classes:
+        if cls not in unique:
+            unique.append(cls)
+    return unique
+
+
+def _error_responses(endpoint: Endpoint) -> dict[str, Any]:
+    by_status: dict[int, list[type[e.FtdeskError]]] = defaultdict(list)
+    for cls in _error_classes(endpoint):
+        spec = ERROR_TABLE[cls]
+        by_status[spec.status].append(cls)
+    responses: dict[str, Any] = {}
+    for status in sorted(by_status):
+        specs = [ERROR_TABLE[cls] for cls in by_status[status]]
+        description = "; ".join(f"`{s.code}`: {s.description}" for s in specs)
+        examples = {
+            s.code: {
+                "value": {
+                    "ok": False,
+                    "data": None,
+                    "error": {"code": s.code, "message": s.description, "details": None},
+                }
+            }
+            for s in specs
+        }
+        responses[str(status)] = {
+            "description": description,
+            "content": {
+                "application/json": {"schema": {"$ref": _REF.format(model="ErrorEnvelope")}, "examples": examples}
+            },
+        }
+    return responses
+
+
+def _parameters(endpoint: Endpoint, query_schema: dict[str, Any] | None, defs: dict[str, Any]) -> list[dict[str, Any]]:
+    params: list[dict[str, Any]] = [
+        {"name": name, "in": "path", "required": True, "schema": {"type": "string"}}
+        for name in _PATH_PARAM.findall(endpoint.path)
+    ]
+    if query_schema is not None:
+        resolved = query_schema
+        if "$ref" in query_schema:
+            resolved = defs[query_schema["$ref"].rsplit("/", 1)[-1]]
+        required = set(resolved.get("required", []))
+        for name, prop in resolved.get("properties", {}).items():
+            schema = {k: v for k, v in prop.items() if k not in ("title", "description")}
+            param: dict[str, Any] = {"name": name, "in": "query", "required": name in required, "schema": schema}
+            if prop.get("description"):
+                param["description"] = prop["description"]
+            if schema.get("type") == "array" or any(s.get("type") == "array" for s in schema.get("anyOf", [])):
+                param["style"] = "form"
+                param["explode"] = False
+                param["description"] = (
+                    param.get("description", "") + " Comma-separated, or repeat the parameter."
+                ).strip()
+            params.append(param)
+    if endpoint.query_api_key:
+        params.append(
+            {
+                "name": "api_key",
+                "in": "query",
+                "required": False,
+                "schema": {"type": "string"},
+                "description": "The API key, for browser clients that cannot set the Authorization header.",
+            }
+        )
+    return params
+
+
+def build_openapi(endpoints: list[Endpoint], *, version: str) -> dict[str, Any]:
+    """Return the OpenAPI 3.1 description of the endpoints."""
+    envelopes = {id(ep): _envelope_for(ep) for ep in endpoints if ep.kind == "json"}
+    models: list[tuple[type[BaseModel], Literal["validation", "serialization"]]] = [(ErrorEnvelope, "serialization")]
+    for ep in endpoints:
+        if id(ep) in envelopes:
+            models.append((envelopes[id(ep)], "serialization"))
+        if ep.body is not None:
+            models.append((ep.body, "validation"))
+        if ep.query is not None:
+            models.append((ep.query, "validation"))
+    key_map, top = models_json_schema(models, ref_template=_REF)
+    defs: dict[str, Any] = dict(top.get("$defs", {}))
+
+    paths: dict[str, dict[str, Any]] = defaultdict(dict)
+    for ep in endpoints:
+        operation: dict[str, Any] = {
+            "operationId": ep.operation_id,
+            "summary": ep.summary,
+            "tags": [ep.tag],
+        }
+        if ep.description:
+            operation["description"] = ep.description
+        query_schema = key_map[(ep.query, "validation")] if ep.query is not None else None
+        params = _parameters(ep, query_schema, defs)
+        if params:
+            operation["parameters"] = params
+        if ep.body is not None:
+            operation["requestBody"] = {
+                "required": True,
+                "content": {"application/json": {"schema": key_map[(ep.body, "validation")]}},
+            }
+        responses: dict[str, Any] = {}
+        if ep.kind == "json":
+            responses[str(ep.status)] = {
+                "description": "Success.",
+                "content": {"application/json": {"schema": key_map[(envelopes[id(ep)], "serialization")]}},
+            }
+        responses.update(_error_responses(ep))
+        operation["responses"] = responses
+        if not ep.api_key:
+            operation["security"] = []
+        elif ep.query_api_key:
+            operation["security"] = [{"bearerAuth": []}, {"apiKeyQuery": []}]
+        for key, value in ep.extra_openapi.items():
+            if key == "responses":
+                operation["responses"].update(value)
+            else:
+                operation[key] = value
+        paths[_PATH_PARAM.sub(lambda m: "{" + m.group(1) + "}", ep.path)][ep.method.lower()] = operation
+
+    tags = sorted({ep.tag for ep in endpoints})
+    return {
+        "openapi": "3.1.0",
+        "info": {"title": "ftdesk local trading API", "version": version, "description": API_DESCRIPTION},
+        "servers": [{"url": "/", "description": "This ftdesk instance"}],
+        "tags": [{"name": tag} for tag in tags],
+        "security": [{"bearerAuth": []}],
+        "paths": dict(paths),
+        "components": {
+            "securitySchemes": {
+                "bearerAuth": {
+                    "type": "http",
+                    "scheme": "bearer",
+                    "description": "The API key: `ftdesk --print-api-key` prints it.",
+                },
+                "apiKeyQuery": {
+                    "type": "apiKey",
+                    "in": "query",
+                    "name": "api_key",
+                    "description": "The API key as a query parameter; accepted only on streaming GET endpoints.",
+                },
+            },
+            "schemas": defs,
+        },
+    }

@@ -1,0 +1,37 @@
+"""GET /api/v1/health: is the service up (no API key needed, so a launcher can probe it)."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+from ftdesk.service.context import CONTEXT
+from ftdesk.service.routing import Call, RouteTable
+
+routes = RouteTable(tag="health")
+
+
+class Health(BaseModel):
+    """Liveness and identity of this ftdesk instance."""
+
+    status: str = Field(description="Always 'ok' when the service answers.")
+    service: str = Field(description="Always 'ftdesk'; lets a second launch recognise a running instance.")
+    version: str
+    broker: str = Field(description="paper or fidelity.")
+    live_trading: bool = Field(description="False in dry-run mode: place operations are refused.")
+    api_key_required: bool
+    uptime_seconds: float
+
+
+@routes.get("/health", summary="Service health", response=Health, api_key=False)
+async def get_health(call: Call[None, None]) -> Health:
+    """Say that the service is up, which broker it fronts and whether live trading is on. Needs no API key."""
+    ctx = call.app[CONTEXT]
+    return Health(
+        status="ok",
+        service="ftdesk",
+        version=ctx.version,
+        broker=ctx.broker_name,
+        live_trading=ctx.settings.live_trading,
+        api_key_required=ctx.settings.api_key_required,
+        uptime_seconds=round(ctx.clock.monotonic() - ctx.started_monotonic, 3),
+    )

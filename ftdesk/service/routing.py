@@ -1,0 +1,287 @@
+"""Declarative endpoints: the one route table that both aiohttp and the OpenAPI generator read.
+
+A route module declares ``routes = RouteTable(tag=...)`` and decorates thin handlers with the request
+and response models. The wrapper here does the parsing (JSON body, query, path), validation (422 with
+every bad field), the call, and the envelope; handlers only call a collaborator and return its result.
+"""
+
+from __future__ import annotations
+
+import json
+import types
+import typing
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Generic, Literal, TypeVar
+
+from aiohttp import web
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from ftdesk.domain import errors as e
+from ftdesk.service.envelope import ok_response
+
+BodyT = TypeVar("BodyT", bound=BaseModel | None)
+QueryT = TypeVar("QueryT", bound=BaseModel | None)
+
+EndpointKind = Literal["json", "sse", "websocket"]
+
+
+class QueryModel(BaseModel):
+    """Base of query-parameter models: unknown parameters are an error, so typos never pass silently."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+class BodyModel(BaseModel):
+    """Base of request-body models: unknown fields are an error."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+@dataclass
+class Call(Generic[BodyT, QueryT]):
+    """One parsed request as a handler sees it."""
+
+    request: web.Request
+    body: BodyT
+    query: QueryT
+    path: Mapping[str, str]
+
+    @property
+    def request_id(self) -> str:
+        """Return the X-Request-ID of this request."""
+        return str(self.request.get(REQUEST_ID, ""))
+
+    @property
+    def app(self) -> web.Application:
+        """Return the aiohttp application (collaborators hang off it as AppKeys)."""
+        return self.request.app
+
+
+Handler = Callable[[Call[Any, Any]], Awaitable[Any]]
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """One method and path of the API, with everything needed to serve and document it."""
+
+    method: str
+    path: str
+    handler: Handler
+    summary: str
+    description: str
+    tag: str
+    response: Any = None
+    body: type[BaseModel] | None = None
+    query: type[BaseModel] | None = None
+    errors: tuple[type[e.FtdeskError], ...] = ()
+    api_key: bool = True
+    needs_session: bool = False
+    kind: EndpointKind = "json"
+    status: int = 200
+    query_api_key: bool = False
+    operation_id: str = ""
+    extra_openapi: Mapping[str, Any] = field(default_factory=dict)
+
+
+class RouteTable:
+    """The endpoints of one endpoint group (a constant description, like aiohttp's RouteTableDef)."""
+
+    def __init__(self, tag: str, prefix: str = "/api/v1") -> None:
+        self.tag = tag
+        self.prefix = prefix
+        self.endpoints: list[Endpoint] = []
+
+    def route(
+        self,
+        method: str,
+        path: str,
+        *,
+        summary: str,
+        response: Any = None,
+        body: type[BaseModel] | None = None,
+        query: type[BaseModel] | None = None,
+        errors: tuple[type[e.FtdeskError], ...] = (),
+        api_key: bool = True,
+        needs_session: bool = False,
+        kind: EndpointKind = "json",
+        status: int = 200,
+        query_api_key: bool = False,
+        full_path: bool = False,
+        extra_openapi: Mapping[str, Any] | None = None,
+    ) -> Callable[[Handler], Handler]:
+        """Declare an endpoint; the decorated function's docstring is its description."""
+
+        def decorate(handler: Handler) -> Handler:
+            self.endpoints.append(
+                Endpoint(
+                    method=method.upper(),
+                    path=path if full_path else self.prefix + path,
+                    handler=handler,
+                    summary=summary,
+                    description=(handler.__doc__ or "").strip(),
+                    tag=self.tag,
+                    response=response,
+                    body=body,
+                    query=query,
+                    errors=errors,
+                    api_key=api_key,
+                    needs_session=needs_session,
+                    kind=kind,
+                    status=status,
+                    query_api_key=query_api_key,
+                    operation_id=handler.__name__,
+                    extra_openapi=extra_openapi or {},
+                )
+            )
+            return handler
+
+        return decorate
+
+    def get(self, path: str, **kwargs: Any) -> Callable[[Handler], Handler]:
+        """Declare a GET endpoint."""
+        return self.route("GET", path, **kwargs)
+
+    def post(self, path: str, **kwargs: Any) -> Callable[[Handler], Handler]:
+        """Declare a POST endpoint."""
+        return self.route("POST", path, **kwargs)
+
+    def put(self, path: str, **kwargs: Any) -> Callable[[Handler], Handler]:
+        """Declare a PUT endpoint."""
+        return self.route("PUT", path, **kwargs)
+
+    def delete(self, path: str, **kwargs: Any) -> Callable[[Handler], Handler]:
+        """Declare a DELETE endpoint."""
+        return self.route("DELETE", path, **kwargs)
+
+
+ENDPOINT_KEY = "ftdesk_endpoint"
+REQUEST_ID = web.RequestKey("request_id", str)
+CORS_ORIGIN = web.RequestKey("cors_origin", str)
+
+
+def _validation_details(exc: ValidationError, location: str) -> list[dict[str, Any]]:
+    details = []
+    for err in exc.errors(include_url=False, include_input=False):
+        loc = [str(part) for part in err["loc"]]
+        details.append(
+            {
+                "field": ".".join(loc) if loc else location,
+                "location": location,
+                "message": err["msg"],
+                "type": err["type"],
+            }
+        )
+    return details
+
+
+def validate_model(model: type[BaseModel], data: Any, location: str) -> BaseModel:
+    """Validate data into a model; raise ``ValidationFailed`` whose details name each bad field."""
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        details = _validation_details(exc, location)
+        fields = ", ".join(sorted({d["field"] for d in details}))
+        raise e.ValidationFailed(f"Invalid {location}: {fields}", details=details) from None
+
+
+async def read_json_body(request: web.Request) -> Any:
+    """Read the request body as JSON; raise ``MalformedRequest`` when it is not."""
+    raw = await request.read()
+    if not raw.strip():
+        raise e.MalformedRequest("The request body is empty; send a JSON object with Content-Type: application/json")
+    content_type = request.content_type
+    if content_type not in ("application/json", "application/octet-stream", "text/plain") and not content_type.endswith(
+        "+json"
+    ):
+        raise e.MalformedRequest(f"Content-Type {content_type!r} is not supported; send application/json")
+    try:
+        return json.loads(raw)
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        where = f" at line {exc.lineno}, column {exc.colno}" if isinstance(exc, json.JSONDecodeError) else ""
+        raise e.MalformedRequest(f"The request body is not valid JSON{where}") from None
+
+
+def _is_list_annotation(annotation: Any) -> bool:
+    origin = typing.get_origin(annotation)
+    if origin in (list, tuple, set, frozenset):
+        return True
+    if origin in (typing.Union, types.UnionType):
+        return any(_is_list_annotation(arg) for arg in typing.get_args(annotation))
+    return False
+
+
+def query_to_dict(model: type[BaseModel], request: web.Request) -> dict[str, Any]:
+    """Collect query parameters; list fields accept ``a=1,2`` and ``a=1&a=2`` alike."""
+    list_names: set[str] = set()
+    for name, info in model.model_fields.items():
+        if _is_list_annotation(info.annotation):
+            list_names.add(name)
+            if info.alias:
+                list_names.add(info.alias)
+    data: dict[str, Any] = {}
+    for key in request.query:
+        if key in data or key == "api_key":
+            continue
+        values = request.query.getall(key)
+        if key in list_names:
+            data[key] = [part.strip() for value in values for part in value.split(",") if part.strip()]
+        else:
+            data[key] = values[-1] if len(values) > 1 else values[0]
+    return data
+
+
+def make_aiohttp_handler(endpoint: Endpoint) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
+    """Wrap an endpoint's thin handler with parsing, validation and the envelope."""
+
+    async def handle(request: web.Request) -> web.StreamResponse:
+        body: BaseModel | None = None
+        query: BaseModel | None = None
+        if endpoint.query is not None:
+            query = validate_model(endpoint.query, query_to_dict(endpoint.query, request), "query")
+        elif endpoint.kind == "json":
+            unexpected = sorted(k for k in request.query if k != "api_key")
+            if unexpected:
+                raise e.ValidationFailed(
+                    f"Unknown query parameter(s): {', '.join(unexpected)}",
+                    details=[
+                        {
+                            "field": k,
+                            "location": "query",
+                            "message": "Extra inputs are not permitted",
+                            "type": "extra_forbidden",
+                        }
+                        for k in unexpected
+                    ],
+                )
+        if endpoint.body is not None:
+            body = validate_model(endpoint.body, await read_json_body(request), "body")
+        result = await endpoint.handler(Call(request=request, body=body, query=query, path=request.match_info))
+        if isinstance(result, web.StreamResponse):
+            return result
+        return ok_response(result, status=endpoint.status)
+
+    setattr(handle, ENDPOINT_KEY, endpoint)
+    return handle
+
+
+def endpoint_of(request: web.Request) -> Endpoint | None:
+    """Return the endpoint a request was routed to, if any."""
+    handler = request.match_info.handler
+    found = getattr(handler, ENDPOINT_KEY, None)
+    return found if isinstance(found, Endpoint) else None
+
+
+def add_routes(app: web.Application, tables: list[RouteTable]) -> list[Endpoint]:
+    """Register every endpoint of the tables on the app and return them in order."""
+    endpoints: list[Endpoint] = []
+    seen: set[tuple[str, str]] = set()
+    for table in tables:
+        for endpoint in table.endpoints:
+            key = (endpoint.method, endpoint.path)
+            if key in seen:
+                raise ValueError(f"duplicate endpoint {endpoint.method} {endpoint.path}")
+            seen.add(key)
+            app.router.add_route(endpoint.method, endpoint.path, make_aiohttp_handler(endpoint))
+            endpoints.append(endpoint)
+    return endpoints

@@ -1,0 +1,1 @@
+"""One upstream per feed, fanned out to many consumers (built in the streaming issue)."""

@@ -1,0 +1,10 @@
+"""Start ftdesk: ``python main.py`` (tray) or ``python main.py --headless`` (service only)."""
+
+from __future__ import annotations
+
+import sys
+
+from ftdesk.app import main
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,56 @@
+"""The API key: generated once, kept in the keychain or a 0600 file, overridable, compared in constant time."""
+
+from __future__ import annotations
+
+import stat
+from pathlib import Path
+
+import pytest
+
+from ftdesk.service.keys import API_KEY_ENTRY, KEYCHAIN_SERVICE, ApiKeyStore, KeySource, SecretVault, keys_match
+from tests.fakes.keyring import InMemoryKeyring
+
+
+def test_first_start_generates_a_key_in_the_keychain_and_reuses_it(tmp_path: Path) -> None:
+    backend = InMemoryKeyring()
+    store = ApiKeyStore(SecretVault(backend), tmp_path, override=None)
+    key, source = store.load_or_create()
+    assert source is KeySource.KEYCHAIN and len(key) >= 40
+    assert backend.entries[(KEYCHAIN_SERVICE, API_KEY_ENTRY)] == key
+    assert not (tmp_path / "api-key").exists()
+    again, _ = ApiKeyStore(SecretVault(backend), tmp_path, override=None).load_or_create()
+    assert again == key
+    assert list(backend.entries) == [(KEYCHAIN_SERVICE, API_KEY_ENTRY)], "the probe entry must not linger"
+
+
+def test_without_a_keychain_the_key_lives_in_a_0600_file(tmp_path: Path) -> None:
+    for vault in (SecretVault(None), SecretVault(InMemoryKeyring(broken=True))):
+        data_dir = tmp_path / str(id(vault))
+        key, source = ApiKeyStore(vault, data_dir, override=None).load_or_create()
+        path = data_dir / "api-key"
+        assert source is KeySource.FILE
+        assert path.read_text().strip() == key
+        assert stat.S_IMODE(path.stat().st_mode) == 0o600
+        assert ApiKeyStore(vault, data_dir, override=None).load_or_create() == (key, KeySource.FILE)
+
+
+def test_environment_override_wins_and_cannot_be_regenerated(tmp_path: Path) -> None:
+    backend = InMemoryKeyring()
+    store = ApiKeyStore(SecretVault(backend), tmp_path, override="fixed-key-from-the-environment")
+    assert store.load_or_create() == ("fixed-key-from-the-environment", KeySource.ENVIRONMENT)
+    assert backend.entries == {}
+    with pytest.raises(RuntimeError, match="FTSERVICE_API_KEY"):
+        store.regenerate()
+
+
+def test_regenerate_replaces_the_stored_key(tmp_path: Path) -> None:
+    store = ApiKeyStore(SecretVault(InMemoryKeyring()), tmp_path, override=None)
+    first, _ = store.load_or_create()
+    second, _ = store.regenerate()
+    assert first != second
+    assert store.load_or_create()[0] == second
+
+
+def test_keys_match_is_exact() -> None:
+    assert keys_match("abc", "abc")
+    assert not keys_match("abc", "abd") and not keys_match("abc", "abcd") and not keys_match("", "abc")

@@ -1,0 +1,89 @@
+"""The architecture's dependency rules, checked on the source so a violation fails the build."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[2] / "ftdesk"
+
+
+def imports_of(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.add(node.module)
+    return found
+
+
+def modules() -> list[tuple[str, Path]]:
+    result = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        relative = path.relative_to(PACKAGE.parent).with_suffix("")
+        result.append((".".join(relative.parts), path))
+    return result
+
+
+def test_only_the_gui_package_imports_qt() -> None:
+    offenders = [
+        f"{name} imports {imported}"
+        for name, path in modules()
+        if not name.startswith("ftdesk.gui")
+        for imported in imports_of(path)
+        if imported.split(".")[0] in {"PySide6", "qasync", "shiboken6"}
+    ]
+    assert offenders == []
+
+
+def test_the_scan_sees_qt_imports(tmp_path: Path) -> None:
+    sample = tmp_path / "sample.py"
+    sample.write_text("from PySide6.QtWidgets import QApplication\nimport qasync\n")
+    assert imports_of(sample) == {"PySide6.QtWidgets", "qasync"}
+
+
+def _violations(rule) -> list[str]:
+    return [
+        f"{name} imports {imported}"
+        for name, path in modules()
+        for imported in imports_of(path)
+        if imported.startswith("ftdesk") and rule(name, imported)
+    ]
+
+
+def test_domain_depends_on_nothing_else_in_ftdesk() -> None:
+    assert _violations(lambda name, imp: name.startswith("ftdesk.domain") and not imp.startswith("ftdesk.domain")) == []
+
+
+def test_broker_base_depends_only_on_the_domain() -> None:
+    rule = lambda name, imp: name == "ftdesk.brokers.base" and not imp.startswith("ftdesk.domain")  # noqa: E731
+    assert _violations(rule) == []
+
+
+def test_service_and_streaming_never_import_a_concrete_broker_or_the_gui() -> None:
+    def rule(name: str, imported: str) -> bool:
+        layer = name.startswith(("ftdesk.service", "ftdesk.streaming"))
+        concrete = imported.startswith(("ftdesk.brokers.paper", "ftdesk.brokers.fidelity", "ftdesk.gui", "ftdesk.app"))
+        return layer and concrete
+
+    assert _violations(rule) == []
+
+
+def test_brokers_never_import_the_service_streaming_or_gui_layers() -> None:
+    def rule(name: str, imported: str) -> bool:
+        return name.startswith("ftdesk.brokers") and imported.startswith(
+            ("ftdesk.service", "ftdesk.streaming", "ftdesk.gui", "ftdesk.app")
+        )
+
+    assert _violations(rule) == []
+
+
+def test_paper_and_fidelity_do_not_import_each_other() -> None:
+    def rule(name: str, imported: str) -> bool:
+        return (name.startswith("ftdesk.brokers.paper") and imported.startswith("ftdesk.brokers.fidelity")) or (
+            name.startswith("ftdesk.brokers.fidelity") and imported.startswith("ftdesk.brokers.paper")
+        )
+
+    assert _violations(rule) == []
