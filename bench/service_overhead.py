@@ -14,10 +14,8 @@ import json
 import os
 import platform
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -76,9 +74,19 @@ async def run(total: int, concurrency: int) -> None:
         await runtime.start()
 
         async def bare(_request: web.Request) -> web.Response:
-            body = {"ok": True, "data": {"status": "ok", "service": "ftdesk", "version": "0", "broker": "paper",
-                                         "live_trading": False, "api_key_required": True, "uptime_seconds": 1.0},
-                    "error": None}
+            body = {
+                "ok": True,
+                "data": {
+                    "status": "ok",
+                    "service": "ftdesk",
+                    "version": "0",
+                    "broker": "paper",
+                    "live_trading": False,
+                    "api_key_required": True,
+                    "uptime_seconds": 1.0,
+                },
+                "error": None,
+            }
             return web.json_response(body)
 
         bare_app = web.Application()
@@ -91,7 +99,13 @@ async def run(total: int, concurrency: int) -> None:
 
         async def client(url: str, headers: dict[str, str]) -> dict:
             proc = await asyncio.create_subprocess_exec(
-                sys.executable, "-c", CLIENT, url, str(total), str(concurrency), json.dumps(headers),
+                sys.executable,
+                "-c",
+                CLIENT,
+                url,
+                str(total),
+                str(concurrency),
+                json.dumps(headers),
                 stdout=asyncio.subprocess.PIPE,
             )
             out, _ = await proc.communicate()
@@ -108,7 +122,9 @@ async def run(total: int, concurrency: int) -> None:
     print(f"machine: {platform.platform()}, {os.cpu_count()} cores, Python {platform.python_version()}")
     print(f"{total} requests, concurrency {concurrency}, plain asyncio loop, client in a second process")
     for row in rows:
-        print(f"  {row['name']:<42} {row['rps']:8.0f} req/s   p50 {row['p50_ms']:6.2f} ms   p99 {row['p99_ms']:6.2f} ms")
+        print(
+            f"  {row['name']:<42} {row['rps']:8.0f} req/s   p50 {row['p50_ms']:6.2f} ms   p99 {row['p99_ms']:6.2f} ms"
+        )
     print(f"  ratio ftdesk/bare throughput: {rows[1]['rps'] / rows[0]['rps']:.2f}")
 
 
