@@ -19,7 +19,7 @@ from ftdesk.service.context import OPENAPI
 DOCS_PATH = "/docs"
 OPENAPI_PATH = "/docs/openapi.json"
 ASSETS_PATH = "/docs/assets"
-_ASSET_FILES = ("swagger-ui.css", "swagger-ui-bundle.js", "swagger-ui-standalone-preset.js", "favicon-32x32.png")
+_ASSET_FILES = ("swagger-ui.css", "swagger-ui-bundle.js", "favicon-32x32.png")
 
 _PAGE = """<!DOCTYPE html>
 <html lang="en">
@@ -32,7 +32,6 @@ _PAGE = """<!DOCTYPE html>
 <body>
   <div id="swagger-ui"></div>
   <script src="/docs/assets/swagger-ui-bundle.js"></script>
-  <script src="/docs/assets/swagger-ui-standalone-preset.js"></script>
   <script src="/docs/init.js"></script>
 </body>
 </html>
@@ -45,8 +44,8 @@ _INIT_JS = """window.onload = function () {
     deepLinking: true,
     persistAuthorization: true,
     validatorUrl: null,
-    presets: [SwaggerUIBundle.presets.apis, SwaggerUIStandalonePreset],
-    layout: "StandaloneLayout"
+    presets: [SwaggerUIBundle.presets.apis],
+    layout: "BaseLayout"
   });
 };
 """
