@@ -1,0 +1,80 @@
+"""Atomic units of work whose account events are published only after the commit.
+
+The ledger and the order engine share one ``Outbox``: a fill, its order update and its ledger
+writes form one SQLite transaction, and the events they raise reach the sinks only once that
+transaction has committed (and never if it rolled back), so a listener never hears of a fill the
+database does not hold. A nested unit runs in a savepoint: when it raises, its writes and events
+are undone while the outer unit goes on.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from ftdesk.brokers.paper.ports import EventSink
+from ftdesk.brokers.paper.store import PaperStore
+from ftdesk.domain.events import AccountEvent
+
+
+class Outbox:
+    """Transactions of the paper store with events held back until the outermost commit."""
+
+    def __init__(self, store: PaperStore) -> None:
+        self._store = store
+        self._depth = 0
+        self._pending: list[tuple[EventSink, AccountEvent]] = []
+        self._quiet = False
+
+    @property
+    def quiet(self) -> bool:
+        """True inside a quiet unit of work (world seeding): events are dropped, not built."""
+        return self._quiet
+
+    @contextmanager
+    def atomic(self, *, quiet: bool = False) -> Iterator[sqlite3.Connection]:
+        """Run a block in one transaction; publish its events after the outermost commit."""
+        outer = self._depth == 0
+        if outer:
+            self._quiet = quiet
+        mark = len(self._pending)
+        self._depth += 1
+        try:
+            with self._store.transaction() as conn:
+                if outer:
+                    yield conn
+                else:
+                    yield from self._savepoint(conn)
+        except BaseException:
+            del self._pending[mark:]
+            raise
+        finally:
+            self._depth -= 1
+            if outer:
+                self._quiet = False
+        if outer:
+            pending, self._pending = self._pending, []
+            for sink, event in pending:
+                sink(event)
+
+    def _savepoint(self, conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+        # A nested unit that fails is undone on its own, so its caller may recover and go on.
+        name = f"unit{self._depth}"
+        conn.execute(f"SAVEPOINT {name}")
+        try:
+            yield conn
+        except BaseException:
+            conn.execute(f"ROLLBACK TO {name}")
+            conn.execute(f"RELEASE {name}")
+            raise
+        conn.execute(f"RELEASE {name}")
+
+    def publish(self, sink: EventSink, event: AccountEvent) -> None:
+        """Publish now, or after the commit when inside a unit of work."""
+        if self._quiet:
+            return
+        if self._depth:
+            self._pending.append((sink, event))
+        else:
+            sink(event)
