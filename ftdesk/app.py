@@ -16,6 +16,9 @@ from collections.abc import Sequence
 from keyring.backend import KeyringBackend
 
 from ftdesk import __version__
+from ftdesk.brokers.base import Broker
+from ftdesk.brokers.paper.broker import PaperBroker, paper_db_path, reset_world
+from ftdesk.brokers.paper.config import PaperConfig
 from ftdesk.config import SETTINGS, ConfigError, Settings, load_settings
 from ftdesk.domain.clock import Clock, SystemClock
 from ftdesk.logs import SecretRedactor, configure_logging
@@ -37,6 +40,23 @@ def system_keyring() -> KeyringBackend | None:
     except Exception:  # a broken keyring installation must not stop the service
         return None
     return backend
+
+
+def build_broker(settings: Settings, clock: Clock) -> Broker:
+    """Return the brokerage the settings select; raise ``ConfigError`` for one this build lacks."""
+    if settings.broker == "paper":
+        config = PaperConfig(
+            db_path=paper_db_path(settings.data_dir),
+            seed=settings.paper_seed,
+            required_password=settings.paper_password,
+            totp_secret=settings.paper_totp_secret,
+            session_lifetime=settings.paper_session_lifetime,
+            tick_interval=settings.paper_tick_interval,
+        )
+        return PaperBroker(config, clock)
+    raise ConfigError(
+        f"FTSERVICE_BROKER={settings.broker!r} is not available in this build yet; use FTSERVICE_BROKER=paper"
+    )
 
 
 def settings_redactor(settings: Settings) -> SecretRedactor:
@@ -61,6 +81,7 @@ class ServiceRuntime:
         self._keyring_backend = keyring_backend
         self.server: ServiceServer | None = None
         self.context: ServiceContext | None = None
+        self.broker: Broker = build_broker(settings, self.clock)
 
     async def start(self) -> None:
         """Load the API key, build the app and bind the port (``PortInUseError`` if taken)."""
@@ -70,19 +91,25 @@ class ServiceRuntime:
         # keyring may talk to D-Bus and the fallback touches the disk: keep both off the event loop.
         api_key, key_source = await asyncio.to_thread(key_store.load_or_create)
         self.redactor.add(api_key)
+        await self.broker.start()
         self.context = ServiceContext(
             settings=settings,
             api_key=api_key,
             key_source=key_source,
             clock=self.clock,
             version=__version__,
-            broker_name=settings.broker,
+            broker=self.broker,
             streams=StreamRegistry(),
             started_monotonic=self.clock.monotonic(),
         )
         app = create_web_app(self.context)
-        self.server = ServiceServer(app, settings.host, settings.port)
-        await self.server.start()
+        server = ServiceServer(app, settings.host, settings.port)
+        try:
+            await server.start()
+        except BaseException:
+            await self.broker.close()
+            raise
+        self.server = server
 
     @property
     def url(self) -> str:
@@ -96,6 +123,7 @@ class ServiceRuntime:
         if self.server is not None:
             server, self.server = self.server, None
             await server.stop()
+        await self.broker.close()
 
 
 def _install_stop_signals(loop: asyncio.AbstractEventLoop, stop: asyncio.Event) -> None:
@@ -114,7 +142,11 @@ async def serve_until_stopped(settings: Settings, redactor: SecretRedactor) -> i
     stop = asyncio.Event()
     _install_stop_signals(asyncio.get_running_loop(), stop)
     backend = await asyncio.to_thread(system_keyring)
-    runtime = ServiceRuntime(settings, keyring_backend=backend, redactor=redactor)
+    try:
+        runtime = ServiceRuntime(settings, keyring_backend=backend, redactor=redactor)
+    except ConfigError as exc:
+        print(f"ftdesk: configuration error: {exc}", file=sys.stderr, flush=True)
+        return 2
     try:
         await runtime.start()
     except PortInUseError as exc:
@@ -147,6 +179,35 @@ def print_api_key(settings: Settings) -> int:
     return 0
 
 
+async def _instance_running(settings: Settings) -> bool:
+    import aiohttp
+
+    try:
+        timeout = aiohttp.ClientTimeout(total=2)
+        async with aiohttp.ClientSession(timeout=timeout) as http, http.get(f"{settings.base_url}/api/v1/health") as r:
+            body = await r.json()
+    except (aiohttp.ClientError, TimeoutError, ValueError):
+        return False
+    return isinstance(body, dict) and (body.get("data") or {}).get("service") == "ftdesk"
+
+
+def reset_paper(settings: Settings) -> int:
+    """Delete the paper world so the next start creates a fresh one (refused while ftdesk runs)."""
+    if asyncio.run(_instance_running(settings)):
+        print(
+            f"ftdesk: ftdesk is running at {settings.base_url}; quit it before resetting the paper world",
+            file=sys.stderr,
+        )
+        return 1
+    db_path = paper_db_path(settings.data_dir)
+    removed = reset_world(db_path)
+    if removed:
+        print(f"Paper world reset: removed {db_path}; the next start creates a fresh one")
+    else:
+        print(f"No paper world at {db_path}; the next start creates a fresh one")
+    return 0
+
+
 def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="ftdesk",
@@ -156,6 +217,9 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--headless", action="store_true", help="serve the API without the tray (no display needed)")
     parser.add_argument("--print-api-key", action="store_true", help="print the API key and exit")
+    parser.add_argument(
+        "--reset-paper", action="store_true", help="delete the paper world (accounts, orders, notes) and exit"
+    )
     parser.add_argument("--version", action="version", version=f"ftdesk {__version__}")
     return parser.parse_args(argv)
 
@@ -170,6 +234,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     if args.print_api_key:
         return print_api_key(settings)
+    if args.reset_paper:
+        return reset_paper(settings)
     redactor = settings_redactor(settings)
     configure_logging(settings.log_level, settings.data_dir / "logs", redactor)
     if not args.headless:

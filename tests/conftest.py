@@ -15,6 +15,8 @@ from pathlib import Path
 import aiohttp
 import pytest
 
+from ftdesk.brokers.paper.broker import PaperBroker
+from ftdesk.brokers.paper.config import PaperConfig
 from ftdesk.config import Settings, load_settings
 from ftdesk.domain.clock import SystemClock
 from ftdesk.service.context import ServiceContext
@@ -70,16 +72,19 @@ class RunningService:
 async def start_service(make_settings: Callable[..., Settings]) -> AsyncIterator[Callable[..., object]]:
     """Start the web app on 127.0.0.1:<free port> with the given settings and extra route tables."""
     started: list[tuple[ServiceServer, aiohttp.ClientSession]] = []
+    brokers: list[PaperBroker] = []
 
     async def start(*, extra_tables: list[RouteTable] | None = None, **env: str) -> RunningService:
         settings = make_settings(**env)
+        broker = PaperBroker(PaperConfig(db_path=settings.data_dir / "paper.sqlite3", seed=1), SystemClock())
+        brokers.append(broker)
         context = ServiceContext(
             settings=settings,
             api_key=TEST_API_KEY,
             key_source=KeySource.ENVIRONMENT,
             clock=SystemClock(),
             version="test",
-            broker_name=settings.broker,
+            broker=broker,
             streams=StreamRegistry(),
             started_monotonic=SystemClock().monotonic(),
         )
@@ -94,3 +99,5 @@ async def start_service(make_settings: Callable[..., Settings]) -> AsyncIterator
     for server, http in started:
         await http.close()
         await server.stop()
+    for broker in brokers:
+        await broker.close()

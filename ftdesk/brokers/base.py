@@ -151,9 +151,17 @@ class AccountEventFeed(Protocol):
 class Broker(Protocol):
     """A brokerage: every function group of the spec."""
 
-    name: str
-    quote_feed: QuoteFeed
-    account_events: AccountEventFeed
+    @property
+    def name(self) -> str:
+        """Return the broker's name: 'paper' or 'fidelity'."""
+
+    @property
+    def quote_feed(self) -> QuoteFeed:
+        """Return the market-data feed."""
+
+    @property
+    def account_events(self) -> AccountEventFeed:
+        """Return the account-event feed."""
 
     # --- lifecycle and session ------------------------------------------------------------
     async def start(self) -> None:

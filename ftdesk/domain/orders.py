@@ -9,7 +9,11 @@ Order lifecycle (``OrderStatus``), the states every broker reports:
     OPEN | PARTIALLY_FILLED -> EXPIRED    a day order at the close
     (new) -> REJECTED                     the broker refused it at placement
 
-An order is cancelable and replaceable while OPEN, PARTIALLY_FILLED or PENDING_TRIGGER.
+An order is cancelable (``cancelable_ind``) while OPEN, PARTIALLY_FILLED or PENDING_TRIGGER. It is
+replaceable (``replaceable_ind``) in those states only when a cancel-replace accepts it: an equity
+order, including an equity leg of a conditional order (``ReplaceOrder`` carries an ``EquityOrder``;
+``ConditionalReplace`` swaps conditional legs). Single-leg and multi-leg option orders are never
+replaceable: cancel them and place a new order.
 """
 
 from __future__ import annotations

@@ -7,6 +7,7 @@ from typing import Any
 
 from aiohttp import web
 
+from ftdesk.brokers.base import Broker
 from ftdesk.config import Settings
 from ftdesk.domain.clock import Clock
 from ftdesk.service.keys import KeySource
@@ -23,7 +24,7 @@ class ServiceContext:
     key_source: KeySource
     clock: Clock
     version: str
-    broker_name: str
+    broker: Broker
     streams: StreamRegistry
     started_monotonic: float
 

@@ -129,3 +129,35 @@ async def test_the_console_script_starts_the_app(tmp_path: Path) -> None:
         assert (await get_json(service.base_url + "/api/v1/health"))[0] == 200
     finally:
         assert await service.stop() == 0
+
+
+async def run_cli(*args: str, env: dict[str, str]) -> tuple[int, str, str]:
+    proc = await asyncio.create_subprocess_exec(
+        *main_py(), *args, env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
+    )
+    out, err = await asyncio.wait_for(proc.communicate(), 30)
+    assert proc.returncode is not None
+    return proc.returncode, out.decode(), err.decode()
+
+
+async def test_reset_paper_is_refused_while_running_and_starts_a_fresh_world_after(tmp_path: Path) -> None:
+    port = free_port()
+    env = service_env(tmp_path, port)
+    service = await ServiceProcess.start([*main_py(), "--headless"], env, port)
+    world = tmp_path / "paper" / "paper.sqlite3"
+    try:
+        assert world.exists()
+        code, _out, err = await run_cli("--reset-paper", env=env)
+        assert code == 1 and "quit it before resetting" in err
+        assert world.exists()
+    finally:
+        assert await service.stop() == 0
+    code, out, _err = await run_cli("--reset-paper", env=env)
+    assert code == 0 and "Paper world reset" in out
+    assert not world.exists()
+
+
+async def test_selecting_a_broker_this_build_lacks_fails_in_one_line(tmp_path: Path) -> None:
+    code, _out, err = await run_cli("--headless", env=service_env(tmp_path, free_port(), FTSERVICE_BROKER="fidelity"))
+    lines = [line for line in err.splitlines() if line.startswith("ftdesk:")]
+    assert code == 2 and len(lines) == 1 and "FTSERVICE_BROKER='fidelity' is not available" in lines[0]

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import zlib
 from datetime import date, datetime
 
+from ftdesk.brokers.paper.options import option_description
 from ftdesk.brokers.paper.ports import Instrument
 from ftdesk.domain.accounts import OptionContract, OptionType, SecurityType
 from ftdesk.domain.clock import Clock
@@ -56,13 +58,15 @@ class ScriptedMarket:
         size: int = 50,
     ) -> None:
         """List an option series at a price."""
+        contract = OptionContract(underlying=underlying, option_type=option_type, strike=strike, expiration=expiration)
         self._instruments[symbol] = Instrument(
             symbol=symbol,
-            description=f"{underlying} {expiration:%b %d %Y} ${strike:g} {option_type.value}",
+            description=option_description(contract),
             security_type=SecurityType.OPTION,
             exchange="OPRA",
-            cusip=f"O{abs(hash(symbol)) % 10**8:08d}",
-            option=OptionContract(underlying=underlying, option_type=option_type, strike=strike, expiration=expiration),
+            # A stable digest: hash() of a str changes from one process to the next.
+            cusip=f"O{zlib.crc32(symbol.encode()) % 10**8:08d}",
+            option=contract,
         )
         self.set_price(symbol, last, spread=spread, size=size)
 

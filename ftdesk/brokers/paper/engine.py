@@ -21,15 +21,17 @@ Rules (the trader-visible contract of the paper brokerage):
 * Single-leg option actions BC/SC/BP/SP buy or sell calls or puts; whether a fill opens or closes is
   decided by the position at that moment (buying against a short closes it first).
 * Day orders expire at 16:00 America/New_York of their session: the day they are entered, or the
-  next weekday when entered after the close or on a weekend (the paper market trades around the
-  clock, so a day order always gets a full session). GTC orders stay until filled or canceled;
-  orders on an option expire once the option has expired.
+  next NYSE trading day when entered after the close, on a weekend or on a holiday (the paper market
+  trades around the clock, so a day order always gets a full session). GTC orders stay until filled
+  or canceled; orders on an option expire once the option has expired.
 * Cancel: allowed for OPEN, PARTIALLY_FILLED and PENDING_TRIGGER orders; canceling a finished order
   raises ``Conflict``. Canceling one leg of an OCO pair cancels the pair; canceling the primary of
   an OTO/OTOCO cancels the legs waiting for it. ``action_code`` is echoed, not enforced.
-* Cancel-replace (equity orders): atomic; the old order becomes REPLACED (``replaced_by``) and the
-  new one takes its place with the new quantity as the quantity still wanted (what the old order
-  already filled stays on the old order). Symbol and action cannot change.
+* Cancel-replace: working equity orders only, conditional legs included (exactly the orders with
+  ``replaceable_ind``); option and multi-leg orders are canceled and placed anew. Atomic: the old
+  order becomes REPLACED (``replaced_by``) and the new one takes its place with the new quantity as
+  the quantity still wanted (what the old order already filled stays on the old order). Symbol and
+  action cannot change.
 * Conditional orders: OTO (leg 1 waits in PENDING_TRIGGER until leg 0 is completely filled), OCO
   (both work; a fill of one reduces the other by the same quantity, a complete fill cancels it),
   OTOCO (leg 0, then legs 1 and 2 as an OCO pair). A place accepts all the preview's conf_nums (or
@@ -516,7 +518,7 @@ class OrderEngine:
                 self._use_previews(conn, confs)
                 fresh = [self._owned(conn, r.conf_num, acct) for r in replacing]
                 for old in fresh:
-                    if not old.working:
+                    if not old.replaceable:
                         raise _reject(
                             "ORDER_NOT_REPLACEABLE",
                             f"Order {old.conf_num} is {_words(old.status.value)} and can no longer be replaced",
@@ -1064,12 +1066,12 @@ class OrderEngine:
 
     def _replaceable(self, conf_num: str, order: EquityOrder) -> Row:
         row = self._owned(self._store.conn, conf_num, order.acct_num)
-        if not row.working:
-            raise _reject(
-                "ORDER_NOT_REPLACEABLE",
-                f"Order {conf_num} is {_words(row.status.value)} and can no longer be replaced",
-            )
-        if row.spec.kind != EQUITY:
+        if not row.replaceable:  # the rule Order.status_detail.replaceable_ind reports
+            if not row.working:
+                raise _reject(
+                    "ORDER_NOT_REPLACEABLE",
+                    f"Order {conf_num} is {_words(row.status.value)} and can no longer be replaced",
+                )
             raise _reject(
                 "ORDER_NOT_REPLACEABLE",
                 f"Order {conf_num} is an {row.spec.kind.lower().replace('_', '-')} order: only equity orders can be"
@@ -1107,7 +1109,7 @@ class OrderEngine:
             )
         specs = []
         for orig in origs:
-            if check_working and not orig.working:
+            if check_working and not orig.replaceable:
                 raise _reject(
                     "ORDER_NOT_REPLACEABLE",
                     f"Leg {orig.conf_num} is {_words(orig.status.value)} and can no longer be replaced",

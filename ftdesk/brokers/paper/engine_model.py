@@ -10,6 +10,7 @@ from decimal import Decimal
 from typing import Any
 
 from ftdesk.brokers.paper.ledger_money import dollars, price_float, price_of
+from ftdesk.brokers.paper.options import canonical_option_symbol
 from ftdesk.domain.errors import OrderRejected
 from ftdesk.domain.orders import (
     ConditionalLeg,
@@ -182,8 +183,13 @@ class Row:
 
     @property
     def working(self) -> bool:
-        """True while the order can fill, be canceled or be replaced."""
+        """True while the order can fill or be canceled."""
         return self.status.is_working
+
+    @property
+    def replaceable(self) -> bool:
+        """True for a working equity order (conditional legs included): the only orders replace accepts."""
+        return self.working and self.spec.kind == EQUITY
 
     @property
     def oco_key(self) -> str:
@@ -252,6 +258,14 @@ def whole_quantity(qty: float, what: str) -> int:
     return int(qty)
 
 
+def option_symbol(text: str) -> str:
+    """Return an option symbol in the compact form the market and the ledger key it by."""
+    try:
+        return canonical_option_symbol(text)
+    except ValueError:
+        return text.strip().upper()  # validation then rejects it as an unknown symbol
+
+
 def equity_spec(order: EquityOrder | ConditionalLeg, acct_num: str) -> Spec:
     """Normalise an equity order or conditional leg."""
     return Spec(
@@ -272,7 +286,7 @@ def option_spec(order: OptionOrder) -> Spec:
     return Spec(
         acct_num=order.acct_num,
         kind=OPTION,
-        symbol=order.symbol.strip().upper().lstrip("-"),
+        symbol=option_symbol(order.symbol),
         action=OptionAction(order.action).value,
         qty=order.qty,
         price_type=order.price_type,
@@ -284,7 +298,7 @@ def option_spec(order: OptionOrder) -> Spec:
 
 def multileg_spec(order: MultiLegOptionOrder) -> Spec:
     """Normalise a multi-leg option order: qty is the number of spreads (the legs' common divisor)."""
-    legs = tuple(Leg(leg.symbol.strip().upper().lstrip("-"), leg.action.value, leg.qty) for leg in order.legs)
+    legs = tuple(Leg(option_symbol(leg.symbol), leg.action.value, leg.qty) for leg in order.legs)
     spreads = math.gcd(*(leg.qty for leg in legs))
     return Spec(
         acct_num=order.acct_num,
@@ -347,7 +361,7 @@ def to_order(row: Row) -> Order:
             status=row.status,
             status_desc=status_desc(row),
             cancelable_ind=row.working,
-            replaceable_ind=row.working,
+            replaceable_ind=row.replaceable,
             qty=float(spec.qty),
             qty_exec=float(row.filled_qty),
             qty_remaining=float(row.remaining if row.working else 0),

@@ -20,9 +20,13 @@ Lots and taxes:
   replacement lot's cost basis. The replacement keeps its own acquisition date (a simplification).
   Closed lots report the economic gain (proceeds - cost); the disallowed amount is reported
   beside it (``ClosedPosition.wash_sale_disallowed``).
-* an option that stopped trading (16:00 New York time on its expiration date) is settled at the
-  next market tick at its intrinsic value against the underlying's price then, in cash (a paper
-  simplification of exercise and assignment).
+* an option that stopped trading (16:00 New York time on its expiration date) is settled in cash at
+  the next market tick at the price the market quotes for it: its settlement value, the intrinsic
+  value at the underlying's 16:00 New York price on the expiration date (a paper simplification of
+  exercise and assignment).
+
+Dividends come from the ``DividendSource`` the ledger is built with (``dividends.DividendSchedule``
+in the paper brokerage, the schedule research reports).
 
 Fully-paid lending: loaned shares stay in the position; income accrues daily at the loan's rate
 on their current market value and is posted monthly.
@@ -44,7 +48,6 @@ from ftdesk.brokers.paper.ledger_income import (
     daily_interest_cents,
     month_end,
     next_dividend,
-    scheduled_dividends,
 )
 from ftdesk.brokers.paper.ledger_money import (
     CORE_RATE_PCT,
@@ -196,7 +199,7 @@ class Ledger:
         clock: Clock,
         events: EventSink,
         *,
-        dividends: DividendSource = scheduled_dividends,
+        dividends: DividendSource,
     ) -> None:
         self._store = store
         self._dividends = dividends
@@ -609,7 +612,7 @@ class Ledger:
         return count
 
     def settle_expired_options(self) -> int:
-        """Close option positions that stopped trading, at intrinsic value; return how many were settled."""
+        """Close option positions that stopped trading at the market's settlement price; return how many."""
         now = self._clock.now()
         rows = self._store.query(
             "SELECT acct_num, symbol, SUM(quantity) AS qty FROM paper_lots WHERE is_option = 1"
@@ -620,13 +623,12 @@ class Ledger:
             option = self._instrument(row["symbol"]).option
             if option is None or not option_expired(option, now):
                 continue
-            underlying = self._prices(option.underlying)[0]
-            strike = Decimal(str(option.strike))
-            value = underlying - strike if option.option_type is OptionType.CALL else strike - underlying
-            intrinsic = max(Decimal(0), value)
+            # The market quotes an expired option at its settlement value. Settling at the price positions are
+            # valued at (zero for a series the market no longer quotes) keeps net worth from jumping.
+            settlement = self._prices(row["symbol"])[0]
             qty = int(row["qty"])
-            label = "OPTION_EXPIRED" if intrinsic == 0 else "OPTION_CASH_SETTLED"
-            fills.append(Fill(row["acct_num"], row["symbol"], -qty, price_of(intrinsic), txn_type=label))
+            label = "OPTION_EXPIRED" if settlement == 0 else "OPTION_CASH_SETTLED"
+            fills.append(Fill(row["acct_num"], row["symbol"], -qty, settlement, txn_type=label))
         for fill in fills:
             self.apply_fills([fill])
         return len(fills)

@@ -49,11 +49,18 @@ from datetime import UTC, date, datetime, timedelta
 from statistics import NormalDist
 from typing import Generic, TypeVar
 
-from ftdesk.brokers.paper.calendar import new_york_datetime, new_york_midnight, nyse_closures, previous_trading_day
+from ftdesk.brokers.paper.calendar import new_york_midnight, nyse_closures, previous_trading_day
 from ftdesk.brokers.paper.calendar import to_new_york as _to_new_york
-from ftdesk.brokers.paper.options import format_option_symbol, option_description, parse_option_symbol
+from ftdesk.brokers.paper.ledger_income import month_end
+from ftdesk.brokers.paper.ledger_money import session_close, trade_date
+from ftdesk.brokers.paper.options import (
+    format_option_symbol,
+    is_option_symbol,
+    option_description,
+    parse_option_symbol,
+)
 from ftdesk.brokers.paper.ports import Instrument
-from ftdesk.brokers.paper.pricing import bs_greeks, bs_price, bs_price_and_greeks, intrinsic_value
+from ftdesk.brokers.paper.pricing import DAYS_PER_YEAR, bs_greeks, bs_price, bs_price_and_greeks, intrinsic_value
 from ftdesk.brokers.paper.universe import Security, Universe
 from ftdesk.domain.accounts import (
     HardToBorrowPosition,
@@ -87,7 +94,6 @@ from ftdesk.domain.market import (
 
 EPOCH = date(2020, 1, 1)
 """The first day of simulated history; the market cannot be asked about earlier times."""
-DAYS_PER_YEAR = 365
 SECONDS_PER_YEAR = DAYS_PER_YEAR * 86_400
 RISK_FREE_RATE = 0.04
 """Continuously compounded annual rate used to price options."""
@@ -295,7 +301,8 @@ def _invented_cusip(symbol: str) -> str:
 
 def expiration_time(expiration: date) -> datetime:
     """Return the UTC instant an option expiring on ``expiration`` stops trading (16:00 New York)."""
-    return new_york_datetime(expiration, 16, 0)
+    # The ledger and the order engine decide expiry with ``ledger_money.option_expired``: the same instant.
+    return session_close(expiration)
 
 
 def _volume_profile(local_minute: int) -> float:
@@ -559,7 +566,7 @@ class MarketSimulator:
                         strike=strike,
                         expiration=item.expiration,
                     )
-                    option_symbol = _format_contract(contract)
+                    option_symbol = format_option_symbol(contract)
                     point = self._option_point(under, contract, option_symbol, snap, ts)
                     sides[option_type] = OptionQuote(
                         symbol=option_symbol,
@@ -875,7 +882,7 @@ class MarketSimulator:
         """Return (day index, elapsed minute of the day, second of the minute) of an epoch second."""
         start, end, day = self._located
         if not start <= ts < end:
-            local = _to_new_york(datetime.fromtimestamp(ts, UTC)).date()
+            local = trade_date(datetime.fromtimestamp(ts, UTC))
             day = (local - EPOCH).days
             if day < 0:
                 raise BrokerError(f"The simulated market starts on {EPOCH.isoformat()}; nothing happened before")
@@ -903,7 +910,7 @@ class MarketSimulator:
     def _equity(self, symbol: str, *, purpose: str) -> _Underlying:
         security = self._universe.get(symbol)
         if security is None:
-            if _looks_like_option(symbol):
+            if is_option_symbol(symbol):
                 raise ValidationFailed(f"{purpose} are available for stocks and ETFs, not options ({symbol})")
             raise NotFound(f"Unknown symbol {symbol}", details={"symbol": symbol})
         return self._underlying(security)
@@ -1316,7 +1323,7 @@ class MarketSimulator:
         if not security.optionable:
             raise NotFound(f"Unknown option {text}: {security.symbol} has no listed options", details={"symbol": text})
         under = self._underlying(security)
-        canonical = _format_contract(contract)
+        canonical = format_option_symbol(contract)
         expiry_ts = int(expiration_time(contract.expiration).timestamp())
         day = self._locate(min(ts, expiry_ts - 1))[0]
         item = self._expiration_listed_at(contract.expiration, day)
@@ -1473,8 +1480,8 @@ class MarketSimulator:
         year, month = start.year, start.month
         while date(year, month, 1) <= cutoff:
             mid = previous_trading_day(date(year, month, 15))
-            month_end = previous_trading_day(date(year + month // 12, month % 12 + 1, 1) - timedelta(days=1))
-            out += [day for day in (mid, month_end) if start <= day <= cutoff]
+            last = previous_trading_day(month_end(date(year, month, 1)))
+            out += [day for day in (mid, last) if start <= day <= cutoff]
             year, month = year + month // 12, month % 12 + 1
         return out
 
@@ -1512,18 +1519,6 @@ def _normalize(symbol: str) -> str:
     if not text:
         raise NotFound("Empty symbol", details={"symbol": symbol})
     return text
-
-
-def _looks_like_option(symbol: str) -> bool:
-    try:
-        parse_option_symbol(symbol)
-    except ValueError:
-        return False
-    return True
-
-
-def _format_contract(contract: OptionContract) -> str:
-    return format_option_symbol(contract)
 
 
 def _strike_increment(symbol: str, reference: float) -> float:

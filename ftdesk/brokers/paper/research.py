@@ -2,9 +2,8 @@
 
 Earnings follow each company's reporting cycle in the universe (calendar quarters: a report in
 January to March covers Q4 of the year before), with estimates derived from its annual EPS and a
-seeded surprise. Dividends follow the payment schedule in the universe with amounts of
-reference price x yield / payments per year. Everything is a deterministic function of the seed and
-the market's clock.
+seeded surprise. Dividends are the universe's schedule (``dividends.DividendSchedule``), the same
+one the ledger pays. Everything is a deterministic function of the seed and the market's clock.
 """
 
 from __future__ import annotations
@@ -16,9 +15,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 
-from ftdesk.brokers.paper.calendar import is_trading_day, new_york_datetime, to_new_york
+from ftdesk.brokers.paper.calendar import is_trading_day, new_york_datetime
+from ftdesk.brokers.paper.dividends import DividendSchedule
+from ftdesk.brokers.paper.ledger_money import trade_date
 from ftdesk.brokers.paper.market import (
-    OPTION_MULTIPLIER,
     RISK_FREE_RATE,
     SECONDS_PER_YEAR,
     MarketSimulator,
@@ -27,7 +27,7 @@ from ftdesk.brokers.paper.market import (
     stable_uniform,
 )
 from ftdesk.brokers.paper.options import parse_option_symbol
-from ftdesk.brokers.paper.pricing import bs_price, bs_price_and_greeks, intrinsic_value
+from ftdesk.brokers.paper.pricing import DAYS_PER_YEAR, bs_price, bs_price_and_greeks, intrinsic_value
 from ftdesk.brokers.paper.universe import Security, Universe
 from ftdesk.domain.accounts import OptionContract, OptionType
 from ftdesk.domain.errors import NotFound, ValidationFailed
@@ -74,6 +74,7 @@ class PaperResearch:
     def __init__(self, market: MarketSimulator, universe: Universe) -> None:
         self._market = market
         self._universe = universe
+        self._dividends = DividendSchedule(universe, market.seed)
 
     # --- earnings -----------------------------------------------------------------------------
 
@@ -89,7 +90,7 @@ class PaperResearch:
             cycle = security.earnings
             if cycle is None:
                 continue
-            reports = self._report_dates(security, to_new_york(now).year)
+            reports = self._report_dates(security, trade_date(now).year)
             past = [day for day in reports if self._report_time(security, day) <= now][-4:]
             upcoming = [day for day in reports if self._report_time(security, day) > now][:1]
             for day in past + upcoming:
@@ -144,51 +145,32 @@ class PaperResearch:
 
     def dividends(self, symbols: Sequence[str]) -> list[DividendEvent]:
         """Return the last four dividends and the next one of each payer; non-payers return nothing."""
-        today = to_new_york(self._market.now()).date()
+        today = trade_date(self._market.now())
+        window = (date(today.year - 2, 1, 1), date(today.year + 1, 12, 31))
         events: list[DividendEvent] = []
         for symbol in symbols:
             security = self._universe.require(symbol)
             policy = security.dividend
             if policy is None:
                 continue
-            amount = round(security.price * policy.annual_yield / policy.frequency, 4)
             price = self._market.quote(security.symbol).last
-            yield_pct = round(100.0 * amount * policy.frequency / price, 4)
-            schedule = self._ex_dates(security, today.year)
-            past = [day for day in schedule if day <= today][-4:]
-            upcoming = [day for day in schedule if day > today][:1]
-            for ex_date in past + upcoming:
-                pay_date = ex_date + timedelta(
-                    days=14 + int(stable_uniform(self._market.seed, security.symbol, ex_date, "pay") * 14)
-                )
-                while not is_trading_day(pay_date):
-                    pay_date += timedelta(days=1)
+            schedule = list(self._dividends.ex_between(security.symbol, *window))
+            past = [d for d in schedule if d.ex_date <= today][-4:]
+            upcoming = [d for d in schedule if d.ex_date > today][:1]
+            for dividend in past + upcoming:
+                amount = float(dividend.per_share)
                 events.append(
                     DividendEvent(
                         symbol=security.symbol,
-                        ex_date=ex_date.isoformat(),
-                        record_date=ex_date.isoformat(),  # T+1 settlement: the record date is the ex-date
-                        pay_date=pay_date.isoformat(),
+                        ex_date=dividend.ex_date.isoformat(),
+                        record_date=dividend.ex_date.isoformat(),  # T+1 settlement: the record date is the ex-date
+                        pay_date=dividend.pay_date.isoformat(),
                         amount=amount,
                         frequency=policy.frequency_name,
-                        yield_pct=yield_pct,
+                        yield_pct=round(100.0 * amount * policy.frequency / price, 4),
                     )
                 )
         return events
-
-    @staticmethod
-    def _ex_dates(security: Security, year: int) -> list[date]:
-        assert security.dividend is not None
-        policy = security.dividend
-        step = 12 // policy.frequency
-        out: list[date] = []
-        for y in range(year - 2, year + 2):
-            for month in range(policy.first_month, 13, step):
-                day = date(y, month, min(policy.ex_day, 28))
-                while not is_trading_day(day):
-                    day += timedelta(days=1)
-                out.append(day)
-        return out
 
     # --- search -------------------------------------------------------------------------------
 
@@ -220,7 +202,7 @@ class PaperResearch:
     def analyze(self, request: AnalyticsRequest) -> AnalyticsResult:
         """Return the P&L curve at the first expiry and now, breakevens, max profit/loss and Greeks.
 
-        Stock legs count one share per unit, option legs ``OPTION_MULTIPLIER`` shares per contract.
+        Stock legs count one share per unit, option legs the contract's multiplier (100) per contract.
         ``max_loss`` is the worst P&L (a negative number); either is null when unbounded.
         """
         underlying = request.symbol.strip().upper()
@@ -396,11 +378,11 @@ def realized_volatility(closes: Sequence[float]) -> float:
     returns = [math.log(b / a) for a, b in itertools.pairwise(closes)]
     if len(returns) < 2:
         return 0.0
-    return statistics.stdev(returns) * math.sqrt(365.0)
+    return statistics.stdev(returns) * math.sqrt(DAYS_PER_YEAR)
 
 
 def _units(leg: _Leg) -> float:
-    return leg.quantity * (OPTION_MULTIPLIER if leg.contract is not None else 1)
+    return leg.quantity * (leg.contract.multiplier if leg.contract is not None else 1)
 
 
 def _breakevens(grid: Sequence[float], pnl: Sequence[float]) -> list[float]:

@@ -30,7 +30,7 @@ async def get_health(call: Call[None, None]) -> Health:
         status="ok",
         service="ftdesk",
         version=ctx.version,
-        broker=ctx.broker_name,
+        broker=ctx.broker.name,
         live_trading=ctx.settings.live_trading,
         api_key_required=ctx.settings.api_key_required,
         uptime_seconds=round(ctx.clock.monotonic() - ctx.started_monotonic, 3),

@@ -86,7 +86,7 @@ def test_market_buy_fills_at_the_ask_with_events_in_order(world: World) -> None:
     acct = world.account("A1", cash="100000")
     order = eq(acct, "B", 10)
     preview = world.engine.preview_equity(order)
-    assert re.fullmatch(r"[A-Z0-9]{8}", preview.conf_num)
+    assert re.fullmatch(r"[A-Z0-9]{8}", preview.conf_num) and preview.quote is not None
     assert (preview.est_cost, preview.est_commission, preview.quote.ask) == (1000.10, 0.0, 100.01)
     assert any("Day order" in w for w in preview.warnings)
     world.events.clear()
@@ -398,7 +398,7 @@ def test_cancel_replace_is_atomic(world: World) -> None:
         ("ORDUP", new.conf_num, "OPEN"),
         ("ORDUP", old.conf_num, "REPLACED"),
     ]
-    old_order = world.engine.order_detail(old.conf_num, acct).order
+    old_order = world.engine.order_detail(old.conf_num, acct).orders[0]
     assert old_order.status_detail.status is OrderStatus.REPLACED
     assert old_order.id_detail.replaced_by == new.conf_num
     working = [o for o in world.engine.order_status(acct) if o.status_detail.status.is_working]
@@ -423,6 +423,65 @@ def test_replace_rejected_at_place_when_the_order_filled_meanwhile(world: World)
     assert world.ledger.positions(acct)[0].quantity == 10
 
 
+def test_replaceable_ind_says_exactly_which_orders_a_replace_accepts(world: World) -> None:
+    acct = world.account("F3", cash="100000")
+    world.engine.accept_trade_agreement(acct, "MULTI_LEG_OPTIONS")
+    equity = place(world, eq(acct, "B", 10, "L", limit_price=90)).conf_num
+    option = place_option(world, opt(acct, CALL, "BC", 1, "L", limit_price=1.0)).conf_num
+    spread_order = MultiLegOptionOrder(
+        acct_num=acct,
+        underlying="AAPL",
+        legs=[MultiLegOptionLeg(symbol=CALL, action="BO", qty=1), MultiLegOptionLeg(symbol=C120, action="SO", qty=1)],
+        net_price=0.50,
+        debit_credit="DB",
+        tif="G",
+    )
+    spread = world.engine.place_multileg(spread_order, world.engine.preview_multileg(spread_order).conf_num).conf_num
+    oto = ConditionalOrder(
+        acct_num=acct,
+        cond_order_type_code="OTO",
+        legs=[leg("B", 10, "L", limit_price=90), leg("S", 10, "L", limit_price=120, tif="G")],
+    )
+    primary, waiting = place_conditional(world, oto).conf_nums
+    filled = place(world, eq(acct, "B", 1)).conf_num
+    orders = {o.id_detail.conf_num: o for o in world.engine.order_status(acct)}
+    flags = {conf: (o.status_detail.cancelable_ind, o.status_detail.replaceable_ind) for conf, o in orders.items()}
+    assert flags == {
+        equity: (True, True),
+        option: (True, False),  # a single-leg option order: cancel and place anew
+        spread: (True, False),  # a multi-leg order likewise
+        primary: (True, True),  # conditional equity legs can be replaced, waiting or working
+        waiting: (True, True),
+        filled: (False, False),
+    }
+
+    def replace_outcome(conf: str) -> str:
+        detail = orders[conf].order_detail
+        if detail.security_type == "EQUITY":
+            limit = (detail.limit_price or 100.0) + 1
+            new = eq(acct, detail.action, detail.qty, "L", symbol=detail.symbol, limit_price=limit)
+        else:
+            new = eq(acct, "B", 1, "L", limit_price=90)
+        try:
+            world.engine.preview_replace(ReplaceOrder(orig_conf_num=conf, order=new))
+        except OrderRejected as exc:
+            return exc.reason
+        return "ACCEPTED"
+
+    outcomes = {conf: replace_outcome(conf) for conf in orders}
+    assert outcomes == {conf: "ACCEPTED" if flag[1] else "ORDER_NOT_REPLACEABLE" for conf, flag in flags.items()}
+
+
+def test_an_option_symbol_in_any_spelling_trades_the_one_position(world: World) -> None:
+    acct = world.account("F4", cash="100000")
+    bought = place_option(world, opt(acct, "-aapl261218c110.00", "BC", 2))
+    assert status(world, bought.conf_num).status is OrderStatus.FILLED
+    assert world.engine.order_detail(bought.conf_num, acct).orders[0].order_detail.symbol == CALL
+    assert [(p.symbol, p.quantity) for p in world.ledger.positions(acct)] == [(CALL, 2)]
+    place_option(world, opt(acct, CALL, "SC", 2))  # the compact spelling closes what the other one opened
+    assert world.ledger.positions(acct) == []
+
+
 # --- conditional orders --------------------------------------------------------------------------------------------
 
 
@@ -439,7 +498,7 @@ def test_oto_triggers_the_second_leg_when_the_first_fills(world: World) -> None:
     first, second = preview.conf_nums
     child = status(world, second)
     assert (child.status, child.cancelable_ind) == (OrderStatus.PENDING_TRIGGER, True)
-    assert world.engine.order_detail(second, acct).order.id_detail.parent_conf_num == first
+    assert world.engine.order_detail(second, acct).orders[0].id_detail.parent_conf_num == first
     assert placed.conf_nums == preview.conf_nums
     tick(world, AAPL=94.0)
     assert status(world, first).status is OrderStatus.FILLED
@@ -652,7 +711,7 @@ def test_order_lookups(world: World) -> None:
         world.engine.order_detail(placed.conf_num, "OTHER")
     with pytest.raises(NotFound):
         world.engine.order_status("OTHER")
-    order = world.engine.order_detail(placed.conf_num, acct).order
+    order = world.engine.order_detail(placed.conf_num, acct).orders[0]
     assert order.order_detail.security_type == "EQUITY" and order.order_detail.action_desc == "Buy"
     assert [o.id_detail.conf_num for o in world.engine.order_status(None)] == [placed.conf_num]
     world.clock.set_wall(world.clock.now() + timedelta(days=45))

@@ -4,19 +4,25 @@ from __future__ import annotations
 
 import random
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
 
 import pytest
 
 from ftdesk.brokers.paper.calendar import new_york_datetime
+from ftdesk.brokers.paper.dividends import DividendSchedule
 from ftdesk.brokers.paper.engine import ENGINE_SCHEMA, OrderEngine
 from ftdesk.brokers.paper.ledger import LEDGER_SCHEMA, Fill, Ledger
+from ftdesk.brokers.paper.ledger_income import Dividend, DividendSource
 from ftdesk.brokers.paper.ledger_money import sell_fees_cents
+from ftdesk.brokers.paper.market import MarketSimulator, expiration_time
+from ftdesk.brokers.paper.options import format_option_symbol
 from ftdesk.brokers.paper.store import PaperStore
-from ftdesk.domain.accounts import AccountType, OptionType, SecurityType, Term
+from ftdesk.brokers.paper.universe import Universe
+from ftdesk.domain.accounts import AccountType, OptionContract, OptionType, SecurityType, Term
 from ftdesk.domain.errors import NotFound
 from ftdesk.domain.events import AccountEvent
 from tests.fakes.clock import ManualClock
@@ -41,6 +47,16 @@ def scripted_market(clock: ManualClock) -> ScriptedMarket:
     return market
 
 
+def ko_dividends(symbol: str, start: date, end: date) -> Iterator[Dividend]:
+    """A test schedule: KO pays $0.51 a share, ex-date the 1st, paid the 15th of March, June, September, December."""
+    if symbol != "KO":
+        return
+    for year in range(start.year, end.year + 1):
+        for month in (3, 6, 9, 12):
+            if start <= date(year, month, 15) <= end:
+                yield Dividend("KO", Decimal("0.51"), date(year, month, 1), date(year, month, 15))
+
+
 @dataclass
 class World:
     """A paper store with ledger and engine over a scripted market and a manual clock."""
@@ -50,11 +66,12 @@ class World:
     market: ScriptedMarket
     seed: int = 7
     events: list[AccountEvent] = field(default_factory=list)
+    dividends: DividendSource = ko_dividends
 
     def __post_init__(self) -> None:
         self.store = PaperStore(self.path, schemas=[LEDGER_SCHEMA, ENGINE_SCHEMA])
         self.store.open()
-        self.ledger = Ledger(self.store, self.market, self.clock, self.events.append)
+        self.ledger = Ledger(self.store, self.market, self.clock, self.events.append, dividends=self.dividends)
         self.engine = OrderEngine(
             self.store, self.ledger, self.market, self.clock, self.events.append, random.Random(self.seed)
         )
@@ -62,7 +79,7 @@ class World:
     def reopen(self) -> World:
         """Close the store and open the same file again in a fresh world."""
         self.store.close()
-        return World(self.path, self.clock, self.market, self.seed)
+        return World(self.path, self.clock, self.market, self.seed, dividends=self.dividends)
 
     def account(
         self,
@@ -91,10 +108,21 @@ class World:
             self.ledger.post_cash(acct, "DEPOSIT", int(Decimal(cash) * 100), "DEPOSIT", on=opened)
         return acct
 
-    def fill(self, acct: str, symbol: str, qty: int, price: str, on: date | None = None, **kw: int) -> None:
+    def fill(
+        self,
+        acct: str,
+        symbol: str,
+        qty: int,
+        price: str,
+        on: date | None = None,
+        *,
+        commission_cents: int = 0,
+        fees_cents: int = 0,
+    ) -> None:
         """Book a fill directly in the ledger (at noon New York on ``on``, default today)."""
         when = new_york_datetime(on, 12) if on else None
-        self.ledger.apply_fills([Fill(acct, symbol, qty, Decimal(price), **kw)], when=when)
+        fill = Fill(acct, symbol, qty, Decimal(price), commission_cents=commission_cents, fees_cents=fees_cents)
+        self.ledger.apply_fills([fill], when=when)
 
     def types(self) -> list[str]:
         """Return the event types published so far."""
@@ -125,6 +153,11 @@ def seeded_market(clock: ManualClock) -> ScriptedMarket:
     return market
 
 
+def universe_dividends() -> DividendSource:
+    """Return the paper brokerage's own schedule: the shipped universe's dividends."""
+    return DividendSchedule(Universe.load(), 7)
+
+
 def cash_of(world: World, acct: str) -> float:
     return sum(t.amount for t in world.ledger.transactions(acct, None, None))
 
@@ -134,7 +167,7 @@ def cash_of(world: World, acct: str) -> float:
 
 def test_seed_world_creates_three_realistic_accounts(tmp_path: Path) -> None:
     clock = ManualClock()
-    world = World(tmp_path / "seed.db", clock, seeded_market(clock))
+    world = World(tmp_path / "seed.db", clock, seeded_market(clock), dividends=universe_dividends())
     world.ledger.seed_world(random.Random(3))
     accounts = world.ledger.accounts()
     assert [a.acct_type for a in accounts] == [AccountType.INDIVIDUAL, AccountType.IRA, AccountType.JOINT]
@@ -176,9 +209,9 @@ def test_seed_world_creates_three_realistic_accounts(tmp_path: Path) -> None:
 def test_seed_world_is_idempotent_and_deterministic(tmp_path: Path) -> None:
     def seeded(name: str) -> tuple[World, list[object]]:
         clock = ManualClock()
-        world = World(tmp_path / name, clock, seeded_market(clock))
+        world = World(tmp_path / name, clock, seeded_market(clock), dividends=universe_dividends())
         world.ledger.seed_world(random.Random(11))
-        snapshot = [
+        snapshot: list[object] = [
             (a.acct_num, [t.model_dump() for t in world.ledger.transactions(a.acct_num, None, None)])
             for a in world.ledger.accounts()
         ]
@@ -438,18 +471,55 @@ def test_accruals_and_month_end_interest_agree(world: World) -> None:
     assert [(d.symbol, d.amount, d.date) for d in dividends] == [("KO", 51.0, "2026-12-15")]
 
 
-def test_expired_options_settle_at_intrinsic_value(world: World) -> None:
+def test_expired_options_settle_at_the_markets_settlement_price(world: World) -> None:
     acct = world.account("X1", cash="10000")
     world.fill(acct, CALL, 2, "2.00")
     world.fill(acct, PUT, 1, "1.00")
-    world.market.set_price("AAPL", 115.0)
+    # After expiry the market quotes each series at its settlement value (intrinsic at the underlying's
+    # 16:00 price on expiration day, 115 here) while the underlying trades on (130 the next day).
+    world.market.set_price(CALL, 5.0)
+    world.market.set_price(PUT, 0.0, bid=0.0, ask=0.05)
+    world.market.set_price("AAPL", 130.0)
     world.clock.set_wall(datetime(2026, 12, 19, 15, 0, tzinfo=UTC))
     assert world.ledger.settle_expired_options() == 2
     assert world.ledger.positions(acct) == []
-    # call: 2 x (115 - 110) x 100 = 1,000 in; put expires worthless
+    # call: 2 x 5.00 x 100 = 1,000 in (not 2 x (130 - 110) x 100 at today's price); put expires worthless
     assert world.ledger.balances(acct).cash == 10000 - 400 - 100 + 1000
     settled = {t.symbol: (t.txn_type, t.amount) for t in world.ledger.transactions(acct, date(2026, 12, 19), None)}
     assert settled == {CALL: ("OPTION_CASH_SETTLED", 1000.0), PUT: ("OPTION_EXPIRED", 0.0)}
+
+
+def test_the_ledger_settles_an_expired_option_when_and_at_the_price_the_market_settles_it(tmp_path: Path) -> None:
+    universe = Universe.load()
+    clock = ManualClock()
+    market = MarketSimulator(universe, 11, clock)
+    expiration = market.listed_expirations("AAPL")[0]
+    strike = max(k for k in market.listed_strikes("AAPL", expiration) if k <= market.quote("AAPL").last * 0.95)
+    symbol = format_option_symbol(
+        OptionContract(underlying="AAPL", option_type=OptionType.CALL, strike=strike, expiration=expiration)
+    )
+    world = World(tmp_path / "paper.db", clock, market)  # type: ignore[arg-type]  # a real MarketView
+    acct = world.account("X2", cash="100000", opened=date(2026, 11, 2))
+    world.fill(acct, symbol, 2, str(market.quote(symbol).ask))
+
+    clock.set_wall(expiration_time(expiration) - timedelta(seconds=1))  # 15:59:59 on expiration day
+    assert world.ledger.settle_expired_options() == 0
+    clock.set_wall(expiration_time(expiration))
+    spot_at_expiry = market.quote("AAPL").last
+    clock.set_wall(expiration_time(expiration) + timedelta(hours=18))  # 10:00 the next day
+    settlement = market.quote(symbol).last
+    assert settlement == round(spot_at_expiry - strike, 2) > 0  # intrinsic at the 16:00 price
+    assert market.quote("AAPL").last != spot_at_expiry  # the underlying moved on since
+    assert world.ledger.settle_expired_options() == 1
+    (settled,) = (t for t in world.ledger.transactions(acct, None, None) if t.txn_type == "OPTION_CASH_SETTLED")
+    assert (settled.symbol, settled.quantity, settled.price) == (symbol, -2, settlement)
+    assert settled.amount == pytest.approx(2 * 100 * settlement, abs=0.005)
+    assert world.ledger.positions(acct) == []
+
+
+def test_the_scripted_markets_option_cusips_are_the_same_in_every_process(world: World) -> None:
+    # A fixed value: a CUSIP built from hash() would change with the interpreter's hash seed.
+    assert world.market.instrument(CALL).cusip == "O31387306"
 
 
 def test_transactions_are_newest_first_within_dates(world: World) -> None:
