@@ -22,9 +22,13 @@ from ftdesk.brokers.paper.config import PaperConfig
 from ftdesk.config import SETTINGS, ConfigError, Settings, load_settings
 from ftdesk.domain.clock import Clock, SystemClock
 from ftdesk.logs import SecretRedactor, configure_logging
-from ftdesk.service.context import ServiceContext
+from ftdesk.service.context import LiveTradingSwitch, ServiceContext
+from ftdesk.service.credentials import CredentialStore
 from ftdesk.service.keys import ApiKeyStore, SecretVault
+from ftdesk.service.routes import route_tables
+from ftdesk.service.routing import RouteTable
 from ftdesk.service.server import PortInUseError, ServiceServer
+from ftdesk.service.session import SessionManager
 from ftdesk.service.streams import StreamRegistry
 from ftdesk.service.webapp import create_web_app
 
@@ -74,6 +78,7 @@ class ServiceRuntime:
         clock: Clock | None = None,
         keyring_backend: KeyringBackend | None = None,
         redactor: SecretRedactor | None = None,
+        extra_tables: list[RouteTable] | None = None,
     ) -> None:
         self.settings = settings
         self.clock = clock or SystemClock()
@@ -82,16 +87,30 @@ class ServiceRuntime:
         self.server: ServiceServer | None = None
         self.context: ServiceContext | None = None
         self.broker: Broker = build_broker(settings, self.clock)
+        self.live = LiveTradingSwitch(settings.live_trading)
+        self._extra_tables = extra_tables or []
+        self.session: SessionManager | None = None
 
     async def start(self) -> None:
-        """Load the API key, build the app and bind the port (``PortInUseError`` if taken)."""
+        """Load the API key, start the broker, build the app and bind the port (``PortInUseError`` if taken)."""
         settings = self.settings
         vault = SecretVault(self._keyring_backend)
         key_store = ApiKeyStore(vault, settings.data_dir, settings.api_key)
         # keyring may talk to D-Bus and the fallback touches the disk: keep both off the event loop.
         api_key, key_source = await asyncio.to_thread(key_store.load_or_create)
         self.redactor.add(api_key)
+        credentials = CredentialStore(vault, settings.data_dir, settings.encryption_key)
         await self.broker.start()
+        session = SessionManager(
+            self.broker,
+            self.clock,
+            credentials,
+            keepalive_interval=settings.session_keepalive_interval,
+            auto_reauth=settings.auto_reauth,
+            live_trading=lambda: self.live.enabled,
+        )
+        await session.refresh_credentials_flag()
+        self.session = session
         self.context = ServiceContext(
             settings=settings,
             api_key=api_key,
@@ -99,17 +118,23 @@ class ServiceRuntime:
             clock=self.clock,
             version=__version__,
             broker=self.broker,
+            live=self.live,
+            session=session,
+            credentials=credentials,
             streams=StreamRegistry(),
             started_monotonic=self.clock.monotonic(),
         )
-        app = create_web_app(self.context)
+        app = create_web_app(self.context, route_tables() + self._extra_tables)
         server = ServiceServer(app, settings.host, settings.port)
         try:
             await server.start()
         except BaseException:
+            await session.close()
             await self.broker.close()
             raise
         self.server = server
+        if settings.login_at_startup:
+            await session.login_with_stored_credentials()
 
     @property
     def url(self) -> str:
@@ -123,6 +148,8 @@ class ServiceRuntime:
         if self.server is not None:
             server, self.server = self.server, None
             await server.stop()
+        if self.session is not None:
+            await self.session.close()
         await self.broker.close()
 
 

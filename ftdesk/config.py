@@ -285,6 +285,17 @@ SETTINGS: tuple[SettingSpec, ...] = (
     SettingSpec("beps_mid", None, _parse_optional_text, "Member identifier for the BEPS subscription.", "text"),
     SettingSpec("beps_app_id", "ATN", _parse_text, "BEPS consumer app id.", "text"),
     # --- ftdesk's own ------------------------------------------------------------------------------
+    SettingSpec(
+        "login_at_startup", False, _parse_bool, "Log in with the stored credentials when ftdesk starts.", "true/false"
+    ),
+    SettingSpec(
+        "preview_ttl",
+        300.0,
+        _float_parser(5, 3600),
+        "Seconds a preview's conf_num stays usable for a place.",
+        "5-3600",
+        restart_required=False,
+    ),
     SettingSpec("broker", "paper", _choice_parser("paper", "fidelity"), "Brokerage behind the API.", "paper, fidelity"),
     SettingSpec(
         "api_key",
@@ -385,6 +396,8 @@ class Settings:
     beps_stream_url: str | None
     beps_mid: str | None
     beps_app_id: str
+    login_at_startup: bool
+    preview_ttl: float
     broker: str
     api_key: str | None
     allowed_origins: tuple[str, ...]

@@ -15,17 +15,12 @@ from pathlib import Path
 import aiohttp
 import pytest
 
-from ftdesk.brokers.paper.broker import PaperBroker
-from ftdesk.brokers.paper.config import PaperConfig
+from ftdesk.app import ServiceRuntime
 from ftdesk.config import Settings, load_settings
-from ftdesk.domain.clock import SystemClock
+from ftdesk.domain.clock import Clock
+from ftdesk.logs import SecretRedactor
 from ftdesk.service.context import ServiceContext
-from ftdesk.service.keys import KeySource
-from ftdesk.service.routes import route_tables
 from ftdesk.service.routing import RouteTable
-from ftdesk.service.server import ServiceServer
-from ftdesk.service.streams import StreamRegistry
-from ftdesk.service.webapp import create_web_app
 from tests.fakes.keyring import InMemoryKeyring
 
 TEST_API_KEY = "test-api-key-0123456789abcdef"
@@ -56,7 +51,13 @@ class RunningService:
     base_url: str
     api_key: str
     http: aiohttp.ClientSession
-    context: ServiceContext
+    runtime: ServiceRuntime
+
+    @property
+    def context(self) -> ServiceContext:
+        """Return the running service's context."""
+        assert self.runtime.context is not None
+        return self.runtime.context
 
     def url(self, path: str) -> str:
         """Return the absolute URL of a path."""
@@ -67,37 +68,43 @@ class RunningService:
         """Return the Authorization header with the right key."""
         return {"Authorization": f"Bearer {self.api_key}"}
 
+    async def call(self, method: str, path: str, **kwargs: object) -> tuple[int, dict]:
+        """Send an authenticated request and return the status and the JSON envelope."""
+        headers = {**self.auth, **kwargs.pop("headers", {})}  # type: ignore[dict-item]
+        async with self.http.request(method, self.url(path), headers=headers, **kwargs) as response:  # type: ignore[arg-type]
+            return response.status, await response.json()
+
+    async def login(self, username: str = "trader", password: str = "paper-pass", **extra: str) -> dict:
+        """Log in through the API and return the data of the answer."""
+        status, body = await self.call(
+            "POST", "/api/v1/auth/login", json={"username": username, "password": password, **extra}
+        )
+        assert status == 200, body
+        return body["data"]
+
 
 @pytest.fixture
-async def start_service(make_settings: Callable[..., Settings]) -> AsyncIterator[Callable[..., object]]:
-    """Start the web app on 127.0.0.1:<free port> with the given settings and extra route tables."""
-    started: list[tuple[ServiceServer, aiohttp.ClientSession]] = []
-    brokers: list[PaperBroker] = []
+async def start_service(
+    make_settings: Callable[..., Settings], memory_keyring: InMemoryKeyring
+) -> AsyncIterator[Callable[..., object]]:
+    """Start the real service runtime on 127.0.0.1:<free port> (paper broker, in-memory keychain)."""
+    started: list[tuple[ServiceRuntime, aiohttp.ClientSession]] = []
 
-    async def start(*, extra_tables: list[RouteTable] | None = None, **env: str) -> RunningService:
+    async def start(
+        *, extra_tables: list[RouteTable] | None = None, clock: Clock | None = None, **env: str
+    ) -> RunningService:
+        env.setdefault("FTSERVICE_API_KEY", TEST_API_KEY)
+        env.setdefault("FTSERVICE_PAPER_SEED", "20261121")
         settings = make_settings(**env)
-        broker = PaperBroker(PaperConfig(db_path=settings.data_dir / "paper.sqlite3", seed=1), SystemClock())
-        brokers.append(broker)
-        context = ServiceContext(
-            settings=settings,
-            api_key=TEST_API_KEY,
-            key_source=KeySource.ENVIRONMENT,
-            clock=SystemClock(),
-            version="test",
-            broker=broker,
-            streams=StreamRegistry(),
-            started_monotonic=SystemClock().monotonic(),
+        runtime = ServiceRuntime(
+            settings, clock=clock, keyring_backend=memory_keyring, redactor=SecretRedactor(), extra_tables=extra_tables
         )
-        app = create_web_app(context, route_tables() + (extra_tables or []))
-        server = ServiceServer(app, "127.0.0.1", 0)
-        await server.start()
+        await runtime.start()
         http = aiohttp.ClientSession()
-        started.append((server, http))
-        return RunningService(base_url=server.url, api_key=TEST_API_KEY, http=http, context=context)
+        started.append((runtime, http))
+        return RunningService(base_url=runtime.url, api_key=TEST_API_KEY, http=http, runtime=runtime)
 
     yield start
-    for server, http in started:
+    for runtime, http in started:
         await http.close()
-        await server.stop()
-    for broker in brokers:
-        await broker.close()
+        await runtime.stop()

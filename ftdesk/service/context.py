@@ -10,9 +10,18 @@ from aiohttp import web
 from ftdesk.brokers.base import Broker
 from ftdesk.config import Settings
 from ftdesk.domain.clock import Clock
+from ftdesk.service.credentials import CredentialStore
 from ftdesk.service.keys import KeySource
 from ftdesk.service.routing import Endpoint
+from ftdesk.service.session import SessionManager
 from ftdesk.service.streams import StreamRegistry
+
+
+class LiveTradingSwitch:
+    """Whether place operations may reach the broker; off (dry-run) unless configured or switched on."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
 
 
 @dataclass
@@ -25,6 +34,9 @@ class ServiceContext:
     clock: Clock
     version: str
     broker: Broker
+    live: LiveTradingSwitch
+    session: SessionManager
+    credentials: CredentialStore
     streams: StreamRegistry
     started_monotonic: float
 

@@ -2,10 +2,32 @@
 
 from __future__ import annotations
 
-from ftdesk.service.routes import health
+from ftdesk.service.routes import (
+    accounts,
+    alerts,
+    auth,
+    health,
+    market_data,
+    orders,
+    preferences,
+    reference,
+    research,
+    watchlists,
+)
 from ftdesk.service.routing import RouteTable
 
 
 def route_tables() -> list[RouteTable]:
     """Return every endpoint group of the API, in documentation order."""
-    return [health.routes]
+    return [
+        health.routes,
+        auth.routes,
+        accounts.routes,
+        orders.routes,
+        market_data.routes,
+        research.routes,
+        watchlists.routes,
+        alerts.routes,
+        preferences.routes,
+        reference.routes,
+    ]

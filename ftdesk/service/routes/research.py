@@ -1,0 +1,7 @@
+"""Endpoint group 'research' (being built)."""
+
+from __future__ import annotations
+
+from ftdesk.service.routing import RouteTable
+
+routes = RouteTable(tag="research")
