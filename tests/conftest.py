@@ -74,7 +74,7 @@ class RunningService:
         async with self.http.request(method, self.url(path), headers=headers, **kwargs) as response:  # type: ignore[arg-type]
             return response.status, await response.json()
 
-    async def login(self, username: str = "trader", password: str = "paper-pass", **extra: str) -> dict:
+    async def login(self, username: str = "trader", password: str = "paper-pass", **extra: object) -> dict:
         """Log in through the API and return the data of the answer."""
         status, body = await self.call(
             "POST", "/api/v1/auth/login", json={"username": username, "password": password, **extra}

@@ -131,11 +131,14 @@ class SessionManager:
     async def _login_locked(self, credentials: Credentials) -> None:
         try:
             session = await self.broker.login(credentials)
-        except (LoginFailed, TotpRequired) as exc:
-            self._fail_login(exc.message)
-            raise
         except Exception as exc:
-            self._fail_login(f"Login failed: {type(exc).__name__}")
+            reason = (
+                exc.message if isinstance(exc, LoginFailed | TotpRequired) else f"Login failed: {type(exc).__name__}"
+            )
+            self._fail_login(reason)
+            # Whatever the upstream kept from an earlier login must not outlive a failed one.
+            with contextlib.suppress(Exception):
+                await self.broker.logout()
             raise
         now = self._clock.now()
         self._username = session.username
