@@ -1,7 +1,255 @@
-"""Endpoint group 'market-data' (being built)."""
+"""Market data: option chain, depth of market, charts, historical time and sales, available markets.
+
+This module also holds the request vocabulary the other read endpoints share (symbols, ISO dates,
+date ranges), so every group validates a ticker or a date the same way.
+"""
 
 from __future__ import annotations
 
-from ftdesk.service.routing import RouteTable
+import re
+from datetime import date
+from typing import Annotated, Any
+
+from pydantic import (
+    AfterValidator,
+    BeforeValidator,
+    Field,
+    StringConstraints,
+    TypeAdapter,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+)
+
+from ftdesk.domain import errors as e
+from ftdesk.domain.market import AvailableMarkets, BarWidth, ChartResult, Montage, OptionChain, TimeAndSales
+from ftdesk.service.routes.common import in_session
+from ftdesk.service.routing import Call, QueryModel, RouteTable
 
 routes = RouteTable(tag="market-data")
+
+# --- shared request vocabulary ------------------------------------------------------------------
+
+SYMBOL_PATTERN = r"^[A-Za-z0-9./^$-]+$"
+"""Letters, digits and . / ^ $ - (BRK.B, BRK/B, .SPX, -AAPL260417C200); upper-cased before use."""
+MAX_SYMBOLS = 50
+"""Most symbols one list query may carry."""
+MIN_YEAR, MAX_YEAR = 1900, 2100
+"""Dates outside these years are refused."""
+
+_ISO_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
+
+
+def upper_symbol(value: Any) -> Any:
+    """Return a symbol trimmed and upper-cased (other values unchanged, for the validator to refuse)."""
+    return value.strip().upper() if isinstance(value, str) else value
+
+
+def _iso_date_only(value: Any) -> Any:
+    # pydantic alone would also take unix timestamps ("0" -> 1970-01-01); a query date is YYYY-MM-DD only.
+    if isinstance(value, str) and not _ISO_DATE.fullmatch(value.strip()):
+        raise ValueError("must be an ISO date, YYYY-MM-DD")
+    return value.strip() if isinstance(value, str) else value
+
+
+# The normaliser comes last so that it runs first and the schema still shows the constraints.
+Symbol = Annotated[
+    str,
+    StringConstraints(min_length=1, max_length=32, pattern=SYMBOL_PATTERN),
+    BeforeValidator(upper_symbol),
+]
+"""A ticker or option symbol, trimmed and upper-cased."""
+
+
+def _plausible_year(value: date) -> date:
+    # Far-off years are typos, and date arithmetic near year 1 or 9999 overflows in the brokers.
+    if not MIN_YEAR <= value.year <= MAX_YEAR:
+        raise ValueError(f"must be between {MIN_YEAR}-01-01 and {MAX_YEAR}-12-31")
+    return value
+
+
+IsoDate = Annotated[date, BeforeValidator(_iso_date_only), AfterValidator(_plausible_year)]
+"""A calendar date written YYYY-MM-DD, between 1900 and 2100."""
+
+SymbolList = Annotated[
+    list[Symbol],
+    Field(
+        min_length=1,
+        max_length=MAX_SYMBOLS,
+        description=f"Tickers (case-insensitive, upper-cased), 1 to {MAX_SYMBOLS}.",
+    ),
+]
+
+_SYMBOL = TypeAdapter(Symbol)
+
+
+def path_symbol(call: Call[Any, Any], name: str = "symbol") -> str:
+    """Return a path symbol trimmed and upper-cased; a malformed one is a 422 naming the path parameter."""
+    raw = call.path[name]
+    try:
+        return _SYMBOL.validate_python(raw)
+    except ValidationError as exc:
+        err = exc.errors(include_url=False, include_input=False)[0]
+        raise e.ValidationFailed(
+            f"Invalid path: {name}",
+            details=[{"field": name, "location": "path", "message": err["msg"], "type": err["type"]}],
+        ) from None
+
+
+class SymbolsQuery(QueryModel):
+    """A list of tickers."""
+
+    symbols: SymbolList
+
+
+class DateRangeQuery(QueryModel):
+    """An optional inclusive date range; both ends are ISO dates and the end may not precede the start."""
+
+    start_date: IsoDate | None = Field(
+        default=None, description="First day to include, YYYY-MM-DD (inclusive). Omitted: no lower bound."
+    )
+    end_date: IsoDate | None = Field(
+        default=None, description="Last day to include, YYYY-MM-DD (inclusive); not before start_date. Omitted: today."
+    )
+
+    @field_validator("end_date")
+    @classmethod
+    def _end_not_before_start(cls, end: date | None, info: ValidationInfo) -> date | None:
+        start = info.data.get("start_date")
+        if end is not None and start is not None and end < start:
+            raise ValueError(f"end_date {end.isoformat()} is before start_date {start.isoformat()}")
+        return end
+
+
+# --- query models of this group --------------------------------------------------------------------
+
+
+class ChartQuery(DateRangeQuery):
+    """Which bars to return."""
+
+    start_date: IsoDate | None = Field(
+        default=None,
+        description="First day, YYYY-MM-DD (inclusive). Omitted: the brokerage's default window (paper: one year "
+        "back for D, five years for W and M, and 1/5/10/30 days for 1/5/15/60-minute bars).",
+    )
+    bar_width: Annotated[BarWidth, BeforeValidator(upper_symbol)] = Field(  # w and W alike
+        default=BarWidth.DAY,
+        description="D daily, W weekly, M monthly; 1, 5, 15 or 60 for minute bars (intraday history is limited "
+        "to about the last 30 days).",
+    )
+    extended_hours: bool = Field(
+        default=False, description="Minute bars only: include pre-market and after-hours trading."
+    )
+
+
+class TimeAndSalesQuery(QueryModel):
+    """How many trades, and which."""
+
+    max_rows: int = Field(default=100, ge=1, le=500, description="Most trades to return, 1 to 500 (the server cap).")
+    low_price: float | None = Field(
+        default=None, gt=0, allow_inf_nan=False, description="Only trades at or above this price."
+    )
+    high_price: float | None = Field(
+        default=None, gt=0, allow_inf_nan=False, description="Only trades at or below this price; not below low_price."
+    )
+    low_size: int | None = Field(default=None, ge=1, description="Only trades of at least this many shares.")
+
+    @field_validator("high_price")
+    @classmethod
+    def _high_not_below_low(cls, high: float | None, info: ValidationInfo) -> float | None:
+        low = info.data.get("low_price")
+        if high is not None and low is not None and high < low:
+            raise ValueError(f"high_price {high} is below low_price {low}")
+        return high
+
+
+# --- endpoints ---------------------------------------------------------------------------------------
+
+
+@routes.get(
+    "/market-data/chain/{symbol}",
+    summary="Option chain",
+    response=OptionChain,
+    needs_session=True,
+    errors=(e.NotFound,),
+)
+async def get_option_chain(call: Call[None, None]) -> OptionChain:
+    """Return every listed call and put of an underlying: expirations nearest first, strikes ascending.
+
+    Each series carries bid, ask, last, volume, open interest and Greeks. An unknown symbol or one
+    without listed options is `NOT_FOUND`.
+    """
+    symbol = path_symbol(call)
+    return await in_session(call, lambda b: b.get_option_chain(symbol))
+
+
+@routes.get(
+    "/market-data/montage/{symbol}",
+    summary="Depth of market (montage)",
+    response=Montage,
+    needs_session=True,
+    errors=(e.NotFound,),
+)
+async def get_montage(call: Call[None, None]) -> Montage:
+    """Return each exchange's best bid and offer for a stock, ETF or option, best bid first.
+
+    The first row's bid and the lowest ask are the national best bid and offer.
+    """
+    symbol = path_symbol(call)
+    return await in_session(call, lambda b: b.get_montage(symbol))
+
+
+@routes.get(
+    "/market-data/chart/{symbol}",
+    summary="Historical OHLCV bars",
+    query=ChartQuery,
+    response=ChartResult,
+    needs_session=True,
+    errors=(e.NotFound,),
+)
+async def get_chart(call: Call[None, ChartQuery]) -> ChartResult:
+    """Return OHLCV bars of a stock or ETF between `start_date` and `end_date`, oldest first.
+
+    `bar_width` is `D` (default), `W`, `M`, or `1`/`5`/`15`/`60` minutes. Each bar's `date` is the first
+    day (or minute) it covers; the last bar runs up to the current quote. `symbol_info.previous_close`
+    is the prior session's close. `end_date` before `start_date` is a `VALIDATION_ERROR`.
+    """
+    symbol = path_symbol(call)
+    q = call.query
+    return await in_session(
+        call, lambda b: b.get_chart(symbol, q.start_date, q.end_date, q.bar_width, q.extended_hours)
+    )
+
+
+@routes.get(
+    "/market-data/time-and-sales/{symbol}",
+    summary="Historical time and sales",
+    query=TimeAndSalesQuery,
+    response=TimeAndSales,
+    needs_session=True,
+    errors=(e.NotFound,),
+)
+async def get_time_and_sales(call: Call[None, TimeAndSalesQuery]) -> TimeAndSales:
+    """Return the latest trades of a stock or ETF, newest first, at most `max_rows` (capped at 500).
+
+    Filters: `low_price` and `high_price` bound the trade price (inclusive), `low_size` is the minimum
+    trade size. Each trade's `condition` is `F` regular, `I` odd lot or `T` extended hours.
+    """
+    symbol = path_symbol(call)
+    q = call.query
+    return await in_session(
+        call, lambda b: b.get_time_and_sales(symbol, q.max_rows, q.low_price, q.high_price, q.low_size)
+    )
+
+
+@routes.get(
+    "/market-data/markets/{symbol}",
+    summary="Available markets",
+    response=AvailableMarkets,
+    needs_session=True,
+    errors=(e.NotFound,),
+)
+async def get_available_markets(call: Call[None, None]) -> AvailableMarkets:
+    """Return the trading destinations an order for this symbol can be routed to; `default` marks AUTO routing."""
+    symbol = path_symbol(call)
+    return await in_session(call, lambda b: b.get_available_markets(symbol))

@@ -1,7 +1,36 @@
-"""Endpoint group 'reference' (being built)."""
+"""Reference data: the market holiday calendar."""
 
 from __future__ import annotations
 
-from ftdesk.service.routing import RouteTable
+from pydantic import Field
+
+from ftdesk.domain.user_data import Holiday
+from ftdesk.service.routes.common import in_session
+from ftdesk.service.routing import Call, QueryModel, RouteTable
 
 routes = RouteTable(tag="reference")
+
+
+class HolidayQuery(QueryModel):
+    """Which year."""
+
+    year: int | None = Field(
+        default=None,
+        ge=1990,
+        le=2100,
+        description="Calendar year, 1990 to 2100. Omitted: the current year in New York.",
+    )
+
+
+@routes.get(
+    "/reference/holiday-calendar",
+    summary="Market holiday calendar",
+    query=HolidayQuery,
+    response=list[Holiday],
+    needs_session=True,
+)
+async def get_holiday_calendar(call: Call[None, HolidayQuery]) -> list[Holiday]:
+    """List the US market holidays (`CLOSED`) and early closes (`EARLY_CLOSE`, with `close_time`) of a year, in date
+    order."""
+    year = call.query.year
+    return await in_session(call, lambda b: b.get_holiday_calendar(year))
