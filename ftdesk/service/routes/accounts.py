@@ -28,8 +28,7 @@ from ftdesk.domain.accounts import (
     ShortInsightSeries,
     Transaction,
 )
-from ftdesk.service.routes.common import in_session
-from ftdesk.service.routes.market_data import DateRangeQuery, IsoDate, SymbolsQuery, path_symbol
+from ftdesk.service.routes.common import DateRangeQuery, IsoDate, SymbolsQuery, in_session, path_symbol
 from ftdesk.service.routing import Call, RouteTable
 
 routes = RouteTable(tag="accounts")

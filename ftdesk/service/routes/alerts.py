@@ -6,8 +6,7 @@ from pydantic import BaseModel, Field
 
 from ftdesk.domain import errors as e
 from ftdesk.domain.user_data import AlertSubscription, PriceTrigger, PriceTriggerDraft, TriggerDirection
-from ftdesk.service.routes.common import in_session
-from ftdesk.service.routes.market_data import Symbol
+from ftdesk.service.routes.common import Symbol, in_session
 from ftdesk.service.routing import BodyModel, Call, RouteTable
 
 routes = RouteTable(tag="alerts")

@@ -22,8 +22,7 @@ from ftdesk.domain.research import (
     ScanDefinition,
     ScreenerResult,
 )
-from ftdesk.service.routes.common import in_session
-from ftdesk.service.routes.market_data import Symbol, SymbolsQuery, upper_symbol
+from ftdesk.service.routes.common import Symbol, SymbolsQuery, in_session, upper_symbol
 from ftdesk.service.routing import BodyModel, Call, QueryModel, RouteTable
 
 routes = RouteTable(tag="research")
