@@ -7,6 +7,7 @@ raise these and never build HTTP responses themselves.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 
@@ -28,6 +29,27 @@ class MalformedRequest(FtdeskError):
 
 class ValidationFailed(FtdeskError):
     """The request was readable but a field is invalid; details name each bad field."""
+
+    @classmethod
+    def for_fields(
+        cls, message: str, problems: Iterable[tuple[str, str]], *, location: str = "body"
+    ) -> ValidationFailed:
+        """Return the error with details in the service's shape: one {field, location, message, type} per field."""
+        details = [
+            {"field": field, "location": location, "message": problem, "type": "value_error"}
+            for field, problem in problems
+        ]
+        return cls(message, details=details)
+
+    @classmethod
+    def for_field(
+        cls, field: str, message: str, *, location: str = "body", allowed: Sequence[str] | None = None
+    ) -> ValidationFailed:
+        """Return the error for one bad field, listing the allowed values when there is a fixed set."""
+        error = cls.for_fields(message, [(field, message)], location=location)
+        if allowed is not None:
+            error.details[0]["allowed"] = list(allowed)
+        return error
 
 
 class NotFound(FtdeskError):

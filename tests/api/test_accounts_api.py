@@ -376,7 +376,8 @@ async def test_short_insight_series_errors(service) -> None:
     acct = (await accounts_by_type(service))["INDIVIDUAL"]
     url = f"/api/v1/accounts/{acct}/short-insights/AAPL/timeseries"
     error = await get_error(service, url, 422, "VALIDATION_ERROR", metric="shortSqueeze")
-    assert "shortInterest" in error["details"]["allowed"]
+    assert error["details"][0]["field"] == "metric" and error["details"][0]["location"] == "query"
+    assert "shortInterest" in error["details"][0]["allowed"]
     error = await get_error(service, url, 422, "VALIDATION_ERROR", start_date="2026-06-02", end_date="2026-06-01")
     assert bad_fields(error) == {"end_date"}
     await get_error(service, f"/api/v1/accounts/{acct}/short-insights/NOSUCHCO/timeseries", 404, "NOT_FOUND")

@@ -640,9 +640,7 @@ class MarketSimulator:
         snap = self._snapshot(under, ts)
         today = self._date(snap.day)
         if start is not None and end is not None and start > end:
-            raise ValidationFailed(
-                f"Chart start {start} is after end {end}", details={"start": start.isoformat(), "end": end.isoformat()}
-            )
+            raise ValidationFailed.for_field("end_date", f"Chart start {start} is after end {end}", location="query")
         if bar_width in (BarWidth.DAY, BarWidth.WEEK, BarWidth.MONTH):
             bars = self._daily_bars(under, snap, today, start, end, bar_width)
         else:
@@ -667,11 +665,10 @@ class MarketSimulator:
     ) -> TimeAndSales:
         """Return recent trades, newest first, filtered by price range and minimum size (at most 500)."""
         if max_rows < 1:
-            raise ValidationFailed("max_rows must be at least 1", details={"max_rows": max_rows})
+            raise ValidationFailed.for_field("max_rows", "max_rows must be at least 1", location="query")
         if low_price is not None and high_price is not None and low_price > high_price:
-            raise ValidationFailed(
-                f"low_price {low_price} is above high_price {high_price}",
-                details={"low_price": low_price, "high_price": high_price},
+            raise ValidationFailed.for_field(
+                "high_price", f"low_price {low_price} is above high_price {high_price}", location="query"
             )
         ts = self._now_ts()
         under = self._equity(_normalize(symbol), purpose="Time and sales")
@@ -797,16 +794,18 @@ class MarketSimulator:
         names = {name.lower(): name for name in SHORT_INSIGHT_METRICS}
         canonical = names.get(metric.strip().lower())
         if canonical is None:
-            raise ValidationFailed(
+            raise ValidationFailed.for_field(
+                "metric",
                 f"Unknown short-insight metric {metric!r}; use one of: {', '.join(SHORT_INSIGHT_METRICS)}",
-                details={"metric": metric, "allowed": list(SHORT_INSIGHT_METRICS)},
+                location="query",
+                allowed=SHORT_INSIGHT_METRICS,
             )
         under = self._equity(_normalize(symbol), purpose="Short insights")
         today = self._date(self._locate(self._now_ts())[0])
         end = min(end or today, today)
         start = start or end - timedelta(days=365)
         if start > end:
-            raise ValidationFailed(f"Series start {start} is after end {end}")
+            raise ValidationFailed.for_field("end_date", f"Series start {start} is after end {end}", location="query")
         points = [
             TimeSeriesPoint(date=settlement.isoformat(), value=self._short_figures(under, settlement)[canonical])
             for settlement in self._published_settlements(max(start, EPOCH + timedelta(days=30)), end)
@@ -911,7 +910,9 @@ class MarketSimulator:
         security = self._universe.get(symbol)
         if security is None:
             if is_option_symbol(symbol):
-                raise ValidationFailed(f"{purpose} are available for stocks and ETFs, not options ({symbol})")
+                raise ValidationFailed.for_field(
+                    "symbol", f"{purpose} are available for stocks and ETFs, not options ({symbol})", location="path"
+                )
             raise NotFound(f"Unknown symbol {symbol}", details={"symbol": symbol})
         return self._underlying(security)
 

@@ -259,23 +259,21 @@ class PaperResearch:
     def _leg(self, underlying: str, symbol: str, quantity: float, price: float | None) -> _Leg:
         text = symbol.strip().upper()
         if quantity == 0:
-            raise ValidationFailed(f"Leg {text}: quantity must not be zero", details={"symbol": text})
+            raise ValidationFailed.for_field("legs", f"Leg {text}: quantity must not be zero")
         if text == underlying:
             mid = self._mid(text) if price is None else price
             return _Leg(symbol=text, quantity=quantity, price=mid, contract=None, iv=0.0, expiry_ts=0.0)
         if text in self._universe:
-            raise ValidationFailed(
-                f"Leg {text} is not an option on {underlying} nor {underlying} itself",
-                details={"symbol": text, "underlying": underlying},
+            raise ValidationFailed.for_field(
+                "legs", f"Leg {text} is not an option on {underlying} nor {underlying} itself"
             )
         try:
             contract = parse_option_symbol(text)
         except ValueError as exc:
             raise NotFound(f"Unknown symbol {text}: {exc}", details={"symbol": text}) from None
         if contract.underlying != underlying:
-            raise ValidationFailed(
-                f"Leg {text} is an option on {contract.underlying}, not on {underlying}",
-                details={"symbol": text, "underlying": underlying},
+            raise ValidationFailed.for_field(
+                "legs", f"Leg {text} is an option on {contract.underlying}, not on {underlying}"
             )
         canonical = self._market.instrument(text).symbol  # raises NotFound for a series that is not listed
         return _Leg(
@@ -329,19 +327,20 @@ class PaperResearch:
         """Run a volatility scan over the optionable symbols; criteria bounds are inclusive."""
         for criterion in scan.criteria:
             if criterion.field not in SCREENER_FIELDS:
-                raise ValidationFailed(
+                raise ValidationFailed.for_field(
+                    "criteria.field",
                     f"Unknown scan field {criterion.field!r}; use one of: {', '.join(SCREENER_FIELDS)}",
-                    details={"field": criterion.field, "allowed": list(SCREENER_FIELDS)},
+                    allowed=SCREENER_FIELDS,
                 )
             if criterion.min is not None and criterion.max is not None and criterion.min > criterion.max:
-                raise ValidationFailed(
-                    f"Scan field {criterion.field}: min {criterion.min} is above max {criterion.max}",
-                    details={"field": criterion.field},
+                raise ValidationFailed.for_field(
+                    "criteria.max", f"Scan field {criterion.field}: min {criterion.min} is above max {criterion.max}"
                 )
         if scan.sort_by not in SCREENER_SORT_FIELDS:
-            raise ValidationFailed(
+            raise ValidationFailed.for_field(
+                "sort_by",
                 f"Unknown sort field {scan.sort_by!r}; use one of: {', '.join(SCREENER_SORT_FIELDS)}",
-                details={"field": scan.sort_by, "allowed": list(SCREENER_SORT_FIELDS)},
+                allowed=SCREENER_SORT_FIELDS,
             )
         rows = [self._screener_row(security) for security in self._universe.optionable()]
         matches = [row for row in rows if all(_within(_field(row, c.field), c.min, c.max) for c in scan.criteria)]

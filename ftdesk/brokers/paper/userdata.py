@@ -71,7 +71,7 @@ def unique_id(conn: sqlite3.Connection, rng: random.Random, prefix: str, table: 
 
 def invalid(message: str, errors: Iterable[tuple[str, str]]) -> ValidationFailed:
     """Return a ValidationFailed whose details list each bad field with what is wrong with it."""
-    return ValidationFailed(message, details=[{"field": field, "message": problem} for field, problem in errors])
+    return ValidationFailed.for_fields(message, errors)
 
 
 def normalize_symbol(symbol: str) -> str:

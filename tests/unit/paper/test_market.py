@@ -608,7 +608,8 @@ def test_unknown_short_metric_names_the_allowed_ones(universe: Universe) -> None
     market, _ = make_market(universe)
     with pytest.raises(ValidationFailed, match="shortInterest, daysToCover") as caught:
         market.short_insight_series("GME", "shortRatio")
-    assert caught.value.details["allowed"] == list(SHORT_INSIGHT_METRICS)
+    assert caught.value.details[0]["field"] == "metric"
+    assert caught.value.details[0]["allowed"] == list(SHORT_INSIGHT_METRICS)
 
 
 # --- performance -------------------------------------------------------------------------------

@@ -308,7 +308,8 @@ def test_screener_filters_inclusively_sorts_and_limits(
 def test_screener_refuses_unknown_fields(research: PaperResearch) -> None:
     with pytest.raises(ValidationFailed, match="iv, hv, iv_rank") as caught:
         research.screener(ScanDefinition(criteria=[ScanCriterion(field="pe_ratio", min=1)]))
-    assert caught.value.details["allowed"] == list(SCREENER_FIELDS)
+    assert caught.value.details[0]["field"] == "criteria.field"
+    assert caught.value.details[0]["allowed"] == list(SCREENER_FIELDS)
     with pytest.raises(ValidationFailed, match="sort"):
         research.screener(ScanDefinition(sort_by="beta"))
     with pytest.raises(ValidationFailed, match="above"):
