@@ -17,6 +17,7 @@ Paper fee and rate schedule (documented constants, not advice):
 
 from __future__ import annotations
 
+import functools
 from datetime import date, datetime, time, timedelta
 from decimal import ROUND_CEILING, ROUND_HALF_UP, Decimal
 
@@ -120,6 +121,7 @@ def trading_day(when: datetime) -> date:
     return day
 
 
+@functools.lru_cache(maxsize=4096)  # pure, and asked for every option position on every read
 def session_close(day: date) -> datetime:
     """Return the UTC moment of 16:00 New York time on ``day``."""
     return new_york_datetime(day, MARKET_CLOSE.hour, MARKET_CLOSE.minute)

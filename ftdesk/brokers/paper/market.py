@@ -131,6 +131,7 @@ _ODD_LOT_SHARE = 0.2
 _DAY_CACHE_SIZE = 256  # about 80 kB each; covers 100+ subscribed symbols plus chart history
 _TAPE_CACHE_SIZE = 8
 _STRIKE_CACHE_SIZE = 4096
+_QUOTE_CACHE_SIZE = 4096  # one entry per recently quoted symbol (equities and option series)
 _WEEKLY_HORIZON_DAYS = 35
 _MONTHLY_HORIZON_DAYS = 190
 _LEAPS_HORIZON_DAYS = 800
@@ -497,6 +498,9 @@ class MarketSimulator:
         self._closures: dict[int, frozenset[date]] = {}
         self._schedules: _Lru[int, list[_Expiration]] = _Lru(16)
         self._strikes: _Lru[tuple[str, date, int], tuple[float, ...]] = _Lru(_STRIKE_CACHE_SIZE)
+        # A quote is a pure function of (symbol, whole second): reuse it within the second. Positions,
+        # balances, fills and every streaming consumer ask for the same quotes many times per tick.
+        self._quote_cache: _Lru[str, tuple[int, Quote]] = _Lru(_QUOTE_CACHE_SIZE)
 
     @property
     def universe(self) -> Universe:
@@ -538,7 +542,14 @@ class MarketSimulator:
 
     def quote(self, symbol: str) -> Quote:
         """Return the current quote of an equity, ETF or option symbol; raise ``NotFound`` if unknown."""
-        return self._quote(_normalize(symbol), self._now_ts())
+        text = _normalize(symbol)
+        ts = self._now_ts()
+        cached = self._quote_cache.get(text)
+        if cached is not None and cached[0] == ts:
+            return cached[1].model_copy()  # a copy: callers may not alter the cached value
+        quote = self._quote(text, ts)
+        self._quote_cache.put(text, (ts, quote))
+        return quote.model_copy()
 
     def quotes(self, symbols: Iterable[str]) -> list[Quote]:
         """Return current quotes of several symbols (all at the same instant), in the order asked."""
