@@ -25,6 +25,8 @@ from ftdesk.logs import SecretRedactor, configure_logging
 from ftdesk.service.context import LiveTradingSwitch, ServiceContext
 from ftdesk.service.credentials import CredentialStore
 from ftdesk.service.keys import ApiKeyStore, SecretVault
+from ftdesk.service.orders_desk import OrderDesk
+from ftdesk.service.orders_journal import JOURNAL_FILE_NAME, OrderJournal
 from ftdesk.service.routes import route_tables
 from ftdesk.service.routing import RouteTable
 from ftdesk.service.server import PortInUseError, ServiceServer
@@ -90,6 +92,7 @@ class ServiceRuntime:
         self.live = LiveTradingSwitch(settings.live_trading)
         self._extra_tables = extra_tables or []
         self.session: SessionManager | None = None
+        self.orders: OrderDesk | None = None
 
     async def start(self) -> None:
         """Load the API key, start the broker, build the app and bind the port (``PortInUseError`` if taken)."""
@@ -100,7 +103,15 @@ class ServiceRuntime:
         api_key, key_source = await asyncio.to_thread(key_store.load_or_create)
         self.redactor.add(api_key)
         credentials = CredentialStore(vault, settings.data_dir, settings.encryption_key)
-        await self.broker.start()
+        # The journal opens first: rows a crashed run left 'pending' become 'unknown' before any new order.
+        orders = OrderDesk(OrderJournal(settings.data_dir / JOURNAL_FILE_NAME, self.clock), self.clock)
+        await orders.start()
+        self.orders = orders
+        try:
+            await self.broker.start()
+        except BaseException:
+            await orders.close()
+            raise
         session = SessionManager(
             self.broker,
             self.clock,
@@ -123,6 +134,7 @@ class ServiceRuntime:
             credentials=credentials,
             streams=StreamRegistry(),
             started_monotonic=self.clock.monotonic(),
+            orders=orders,
         )
         app = create_web_app(self.context, route_tables() + self._extra_tables)
         server = ServiceServer(app, settings.host, settings.port)
@@ -131,6 +143,7 @@ class ServiceRuntime:
         except BaseException:
             await session.close()
             await self.broker.close()
+            await orders.close()
             raise
         self.server = server
         if settings.login_at_startup:
@@ -151,6 +164,8 @@ class ServiceRuntime:
         if self.session is not None:
             await self.session.close()
         await self.broker.close()
+        if self.orders is not None:
+            await self.orders.close()
 
 
 def _install_stop_signals(loop: asyncio.AbstractEventLoop, stop: asyncio.Event) -> None:

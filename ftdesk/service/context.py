@@ -12,6 +12,7 @@ from ftdesk.config import Settings
 from ftdesk.domain.clock import Clock
 from ftdesk.service.credentials import CredentialStore
 from ftdesk.service.keys import KeySource
+from ftdesk.service.orders_desk import OrderDesk
 from ftdesk.service.routing import Endpoint
 from ftdesk.service.session import SessionManager
 from ftdesk.service.streams import StreamRegistry
@@ -39,6 +40,7 @@ class ServiceContext:
     credentials: CredentialStore
     streams: StreamRegistry
     started_monotonic: float
+    orders: OrderDesk
 
 
 CONTEXT = web.AppKey("ftdesk_context", ServiceContext)
