@@ -25,6 +25,9 @@ from pydantic import Field, model_validator
 
 from ftdesk.domain.base import Record, UpstreamRecord
 
+MAX_PRICE = 10_000_000.0
+"""Highest price any order may carry: far above every listed security, and far below what breaks arithmetic."""
+
 
 class EquityAction(StrEnum):
     """Equity order action codes of the spec."""
@@ -118,8 +121,8 @@ class EquityOrder(Record):
     action: EquityAction
     qty: float = Field(gt=0)
     price_type: PriceType
-    limit_price: float | None = Field(default=None, gt=0)
-    stop_price: float | None = Field(default=None, gt=0)
+    limit_price: float | None = Field(default=None, gt=0, le=MAX_PRICE)
+    stop_price: float | None = Field(default=None, gt=0, le=MAX_PRICE)
     tif: TimeInForce = TimeInForce.DAY
 
     @model_validator(mode="after")
@@ -136,8 +139,8 @@ class OptionOrder(Record):
     action: OptionAction
     qty: int = Field(gt=0, description="Contracts.")
     price_type: PriceType = PriceType.MARKET
-    limit_price: float | None = Field(default=None, gt=0)
-    stop_price: float | None = Field(default=None, gt=0)
+    limit_price: float | None = Field(default=None, gt=0, le=MAX_PRICE)
+    stop_price: float | None = Field(default=None, gt=0, le=MAX_PRICE)
     tif: TimeInForce = TimeInForce.DAY
 
     @model_validator(mode="after")
@@ -161,7 +164,9 @@ class MultiLegOptionOrder(Record):
     underlying: str
     legs: list[MultiLegOptionLeg] = Field(min_length=2, max_length=4)
     price_type: PriceType = PriceType.LIMIT
-    net_price: float | None = Field(default=None, ge=0, description="Net limit per spread, required for limit orders.")
+    net_price: float | None = Field(
+        default=None, ge=0, le=MAX_PRICE, description="Net limit per spread, required for limit orders."
+    )
     debit_credit: DebitCredit = DebitCredit.DEBIT
     tif: TimeInForce = TimeInForce.DAY
 
@@ -188,8 +193,8 @@ class ConditionalLeg(Record):
     action: EquityAction
     qty: float = Field(gt=0)
     price_type: PriceType
-    limit_price: float | None = Field(default=None, gt=0)
-    stop_price: float | None = Field(default=None, gt=0)
+    limit_price: float | None = Field(default=None, gt=0, le=MAX_PRICE)
+    stop_price: float | None = Field(default=None, gt=0, le=MAX_PRICE)
     tif: TimeInForce = TimeInForce.DAY
 
     @model_validator(mode="after")

@@ -179,7 +179,7 @@ async def add_common_headers(request: web.Request, response: web.StreamResponse)
         response.headers["Access-Control-Allow-Origin"] = origin
         response.headers["Access-Control-Allow-Headers"] = _CORS_ALLOWED_HEADERS
         response.headers["Access-Control-Allow-Methods"] = _CORS_ALLOWED_METHODS
-        response.headers["Access-Control-Expose-Headers"] = REQUEST_ID_HEADER
+        response.headers["Access-Control-Expose-Headers"] = f"{REQUEST_ID_HEADER}, Idempotent-Replayed"
         response.headers["Vary"] = "Origin"
 
 

@@ -7,6 +7,7 @@ every bad field), the call, and the envelope; handlers only call a collaborator 
 
 from __future__ import annotations
 
+import inspect
 import json
 import types
 import typing
@@ -119,7 +120,7 @@ class RouteTable:
                     path=path if full_path else self.prefix + path,
                     handler=handler,
                     summary=summary,
-                    description=(handler.__doc__ or "").strip(),
+                    description=inspect.cleandoc(handler.__doc__ or ""),
                     tag=self.tag,
                     response=response,
                     body=body,

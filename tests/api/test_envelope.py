@@ -128,3 +128,11 @@ async def test_chunked_body_over_the_limit_is_413(start_service) -> None:
     headers = {**service.auth, "Content-Type": "application/json"}
     async with service.http.post(service.url("/api/v1/_test/echo"), data=chunks(), headers=headers) as response:
         await assert_error(response, 413, "PAYLOAD_TOO_LARGE")
+
+
+async def test_health_follows_the_live_trading_switch(service) -> None:
+    async with service.http.get(service.url("/api/v1/health")) as response:
+        assert (await response.json())["data"]["live_trading"] is False
+    service.context.live.enabled = True
+    async with service.http.get(service.url("/api/v1/health")) as response:
+        assert (await response.json())["data"]["live_trading"] is True

@@ -31,7 +31,7 @@ async def get_health(call: Call[None, None]) -> Health:
         service="ftdesk",
         version=ctx.version,
         broker=ctx.broker.name,
-        live_trading=ctx.settings.live_trading,
+        live_trading=ctx.live.enabled,
         api_key_required=ctx.settings.api_key_required,
         uptime_seconds=round(ctx.clock.monotonic() - ctx.started_monotonic, 3),
     )
