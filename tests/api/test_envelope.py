@@ -58,7 +58,8 @@ async def test_wrong_method_is_405_with_allowed_methods(service) -> None:
     [
         ('{"name": "a", ', "application/json", "not valid JSON at line 1"),
         ("", "application/json", "body is empty"),
-        ("name=a", "application/x-www-form-urlencoded", "not supported"),
+        ("name=a", "application/x-www-form-urlencoded", "not valid JSON"),
+        ("--x--", "multipart/form-data; boundary=x", "not supported"),
     ],
 )
 async def test_malformed_body_is_400(service, data: str, content_type: str, fragment: str) -> None:
@@ -76,6 +77,14 @@ async def test_validation_failure_is_422_naming_each_bad_field(service) -> None:
     assert fields == {"name", "qty", "side", "extra"}
     assert all(detail["location"] == "body" for detail in body["error"]["details"])
     assert "name" in body["error"]["message"] and "qty" in body["error"]["message"]
+
+
+async def test_json_labelled_as_form_data_is_read_as_json(service) -> None:
+    headers = {**service.auth, "Content-Type": "application/x-www-form-urlencoded"}  # what `curl -d` sends
+    payload = '{"name": "a", "qty": 1, "side": "S"}'
+    async with service.http.post(service.url("/api/v1/_test/echo"), data=payload, headers=headers) as response:
+        assert response.status == 200
+        assert (await response.json())["data"]["side"] == "S"
 
 
 async def test_valid_body_passes(service) -> None:
