@@ -12,11 +12,12 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import replace
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import (
     AliasChoices,
     AliasGenerator,
+    BaseModel,
     BeforeValidator,
     ConfigDict,
     Field,
@@ -137,10 +138,62 @@ def _price_of(price_type: PriceType, limit: float | None, stop: float | None) ->
     return limit if price_type in _LIMIT_TYPES else stop
 
 
+class _CamelPriced(CamelBody, OrderBodyMixin):
+    """The price rules and journal facts the camelCase order bodies (equity, option, replace) share.
+
+    Subclasses declare the fields; a price is required by the price types that use it and refused otherwise.
+    """
+
+    if TYPE_CHECKING:
+        acctNum: str
+        symbol: str
+        orderActionCode: EquityAction | OptionAction
+        qty: float
+        priceTypeCode: PriceType
+        limitPrice: float | None
+        stopPrice: float | None
+
+    @field_validator("limitPrice", check_fields=False)
+    @classmethod
+    def _limit_matches_type(cls, value: float | None, info: ValidationInfo) -> float | None:
+        return price_rule(
+            value, info.data.get("priceTypeCode"), name="limitPrice", type_name="priceTypeCode", needed_by=_LIMIT_TYPES
+        )
+
+    @field_validator("stopPrice", check_fields=False)
+    @classmethod
+    def _stop_matches_type(cls, value: float | None, info: ValidationInfo) -> float | None:
+        return price_rule(
+            value, info.data.get("priceTypeCode"), name="stopPrice", type_name="priceTypeCode", needed_by=_STOP_TYPES
+        )
+
+    def journal_facts(self) -> OrderFacts:
+        """Return what the journal records about this order."""
+        return OrderFacts(
+            acct_num=self.acctNum,
+            symbol=self.symbol,
+            side=self.orderActionCode.value,
+            qty=self.qty,
+            price=_price_of(self.priceTypeCode, self.limitPrice, self.stopPrice),
+        )
+
+
+class _CamelConfirmed(BaseModel):
+    """The preview conf_num a camelCase place body carries."""
+
+    confNum: ConfNum | None = Field(
+        default=None, description="conf_num of the preview of this order (required: without it PREVIEW_REQUIRED)."
+    )
+
+    def given_conf_nums(self) -> tuple[str, ...]:
+        """Return the preview conf_num."""
+        return (self.confNum,) if self.confNum else ()
+
+
 # --- equity ------------------------------------------------------------------------------------------------
 
 
-class _EquityFields(CamelBody, OrderBodyMixin):
+class _EquityFields(_CamelPriced):
     """The fields of an equity order (spec names)."""
 
     acctNum: AcctNum = Field(description="Account number.")
@@ -158,20 +211,6 @@ class _EquityFields(CamelBody, OrderBodyMixin):
     )
     tifCode: TimeInForce = Field(default=TimeInForce.DAY, description="D day (default), G good till canceled.")
 
-    @field_validator("limitPrice")
-    @classmethod
-    def _limit_matches_type(cls, value: float | None, info: ValidationInfo) -> float | None:
-        return price_rule(
-            value, info.data.get("priceTypeCode"), name="limitPrice", type_name="priceTypeCode", needed_by=_LIMIT_TYPES
-        )
-
-    @field_validator("stopPrice")
-    @classmethod
-    def _stop_matches_type(cls, value: float | None, info: ValidationInfo) -> float | None:
-        return price_rule(
-            value, info.data.get("priceTypeCode"), name="stopPrice", type_name="priceTypeCode", needed_by=_STOP_TYPES
-        )
-
     def equity_order(self) -> EquityOrder:
         """Return the domain equity order."""
         return EquityOrder(
@@ -185,16 +224,6 @@ class _EquityFields(CamelBody, OrderBodyMixin):
             tif=self.tifCode,
         )
 
-    def journal_facts(self) -> OrderFacts:
-        """Return what the journal records about this order."""
-        return OrderFacts(
-            acct_num=self.acctNum,
-            symbol=self.symbol,
-            side=self.orderActionCode.value,
-            qty=self.qty,
-            price=_price_of(self.priceTypeCode, self.limitPrice, self.stopPrice),
-        )
-
 
 class EquityPreviewBody(_EquityFields):
     """An equity order to preview."""
@@ -204,22 +233,14 @@ class EquityPreviewBody(_EquityFields):
         return self.equity_order()
 
 
-class EquityPlaceBody(EquityPreviewBody):
+class EquityPlaceBody(EquityPreviewBody, _CamelConfirmed):
     """An equity order to place: the previewed fields, unchanged, and the preview's conf_num."""
-
-    confNum: ConfNum | None = Field(
-        default=None, description="conf_num of the preview of this order (required: without it PREVIEW_REQUIRED)."
-    )
-
-    def given_conf_nums(self) -> tuple[str, ...]:
-        """Return the preview conf_num."""
-        return (self.confNum,) if self.confNum else ()
 
 
 # --- single-leg option -------------------------------------------------------------------------------------
 
 
-class OptionPreviewBody(CamelBody, OrderBodyMixin):
+class OptionPreviewBody(_CamelPriced):
     """A single-leg option order to preview."""
 
     acctNum: AcctNum = Field(description="Account number.")
@@ -237,20 +258,6 @@ class OptionPreviewBody(CamelBody, OrderBodyMixin):
     )
     tifCode: TimeInForce = Field(default=TimeInForce.DAY, description="D day (default), G good till canceled.")
 
-    @field_validator("limitPrice")
-    @classmethod
-    def _limit_matches_type(cls, value: float | None, info: ValidationInfo) -> float | None:
-        return price_rule(
-            value, info.data.get("priceTypeCode"), name="limitPrice", type_name="priceTypeCode", needed_by=_LIMIT_TYPES
-        )
-
-    @field_validator("stopPrice")
-    @classmethod
-    def _stop_matches_type(cls, value: float | None, info: ValidationInfo) -> float | None:
-        return price_rule(
-            value, info.data.get("priceTypeCode"), name="stopPrice", type_name="priceTypeCode", needed_by=_STOP_TYPES
-        )
-
     def to_domain(self) -> OptionOrder:
         """Return the domain order."""
         return OptionOrder(
@@ -264,27 +271,9 @@ class OptionPreviewBody(CamelBody, OrderBodyMixin):
             tif=self.tifCode,
         )
 
-    def journal_facts(self) -> OrderFacts:
-        """Return what the journal records about this order."""
-        return OrderFacts(
-            acct_num=self.acctNum,
-            symbol=self.symbol,
-            side=self.orderActionCode.value,
-            qty=self.qty,
-            price=_price_of(self.priceTypeCode, self.limitPrice, self.stopPrice),
-        )
 
-
-class OptionPlaceBody(OptionPreviewBody):
+class OptionPlaceBody(OptionPreviewBody, _CamelConfirmed):
     """A single-leg option order to place, with the preview's conf_num."""
-
-    confNum: ConfNum | None = Field(
-        default=None, description="conf_num of the preview of this order (required: without it PREVIEW_REQUIRED)."
-    )
-
-    def given_conf_nums(self) -> tuple[str, ...]:
-        """Return the preview conf_num."""
-        return (self.confNum,) if self.confNum else ()
 
 
 # --- multi-leg option --------------------------------------------------------------------------------------
@@ -402,16 +391,8 @@ class ReplacePreviewBody(_EquityFields):
         return replace(facts, orig_conf_nums=(self.orig_conf_num,))
 
 
-class ReplacePlaceBody(ReplacePreviewBody):
+class ReplacePlaceBody(ReplacePreviewBody, _CamelConfirmed):
     """A previewed cancel-and-replace to place, with the preview's conf_num."""
-
-    confNum: ConfNum | None = Field(
-        default=None, description="conf_num of the replace preview (required: without it PREVIEW_REQUIRED)."
-    )
-
-    def given_conf_nums(self) -> tuple[str, ...]:
-        """Return the preview conf_num."""
-        return (self.confNum,) if self.confNum else ()
 
 
 # --- conditional ---------------------------------------------------------------------------------------------
