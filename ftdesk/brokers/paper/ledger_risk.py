@@ -107,30 +107,78 @@ def option_cover(
             longs[key].extend([(strike, opt.expiration)] * h.quantity)
         elif h.quantity < 0:
             shorts[key].extend([_Short(strike, opt.expiration, h.last, opt.multiplier)] * -h.quantity)
-    requirement = covered = secured = spreads = naked = 0
+    total = OptionCover()
     for (underlying, kind), contracts in shorts.items():
         price = underlying_prices.get(underlying, Decimal(0))
-        available = sorted(longs.get((underlying, kind), []), reverse=kind is OptionType.PUT)
-        # Shares cover the calls that would cost most to carry otherwise: the lowest strikes first.
-        contracts.sort(key=lambda s: s.strike, reverse=kind is OptionType.PUT)
         free_shares = shares.get(underlying, 0) if kind is OptionType.CALL else 0
-        for short in contracts:
-            if free_shares >= short.multiplier:
-                free_shares -= short.multiplier
-                covered += 1
-                continue
-            pair = next((i for i, (_, exp) in enumerate(available) if exp >= short.expiration), None)
-            if pair is not None:
-                long_strike, _ = available.pop(pair)
-                width = long_strike - short.strike if kind is OptionType.CALL else short.strike - long_strike
-                requirement += cents(max(Decimal(0), width) * short.multiplier)
-                spreads += 1
-            elif kind is OptionType.PUT and not naked_allowed:
-                requirement += cents(short.strike * short.multiplier)
-                secured += 1
-            else:
-                requirement += _naked_cents(kind, short, price)
-                naked += 1
+        # Either order of using cover can be the better one (shares on a short that a long could have
+        # paired leave another short naked, and the reverse): take the one with fewer naked contracts,
+        # then the lower requirement.
+        best = min(
+            (
+                _assign(kind, contracts, longs.get((underlying, kind), []), free_shares, price, naked_allowed, order)
+                for order in ("shares_first", "spreads_first")
+            ),
+            key=lambda cover: (cover.naked, cover.requirement_cents),
+        )
+        total = OptionCover(
+            total.requirement_cents + best.requirement_cents,
+            total.covered_calls + best.covered_calls,
+            total.cash_secured_puts + best.cash_secured_puts,
+            total.spreads + best.spreads,
+            total.naked + best.naked,
+        )
+    return total
+
+
+def _assign(
+    kind: OptionType,
+    shorts: list[_Short],
+    longs: list[tuple[Decimal, date]],
+    free_shares: int,
+    underlying_price: Decimal,
+    naked_allowed: bool,
+    order: str,
+) -> OptionCover:
+    """Cover one underlying's short calls or puts with shares and long options in the given order."""
+    available = sorted(longs, reverse=kind is OptionType.PUT)
+    # Cover goes to the shorts that would cost most to carry otherwise: the lowest call strikes first.
+    pending = sorted(shorts, key=lambda s: s.strike, reverse=kind is OptionType.PUT)
+    requirement = covered = secured = spreads = 0
+    unpaired: list[_Short] = []
+
+    def pair_with_long(short: _Short) -> bool:
+        # A long of the same kind expiring no earlier makes a spread; the strike difference is required.
+        nonlocal requirement, spreads
+        pair = next((i for i, (_, exp) in enumerate(available) if exp >= short.expiration), None)
+        if pair is None:
+            return False
+        long_strike, _ = available.pop(pair)
+        width = long_strike - short.strike if kind is OptionType.CALL else short.strike - long_strike
+        requirement += cents(max(Decimal(0), width) * short.multiplier)
+        spreads += 1
+        return True
+
+    if order == "spreads_first":
+        for short in pending:
+            if not pair_with_long(short):
+                unpaired.append(short)
+        pending, unpaired = unpaired, []
+    for short in pending:
+        if free_shares >= short.multiplier:
+            free_shares -= short.multiplier
+            covered += 1
+            continue
+        if not pair_with_long(short):
+            unpaired.append(short)
+    naked = 0
+    for short in unpaired:
+        if kind is OptionType.PUT and not naked_allowed:
+            requirement += cents(short.strike * short.multiplier)
+            secured += 1
+        else:
+            requirement += _naked_cents(kind, short, underlying_price)
+            naked += 1
     return OptionCover(requirement, covered, secured, spreads, naked)
 
 
