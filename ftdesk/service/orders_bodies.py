@@ -493,8 +493,8 @@ class ConditionalPreviewBody(_ConditionalFields):
         return self.conditional_order()
 
 
-class ConditionalPlaceBody(ConditionalPreviewBody):
-    """A conditional order to place, with the preview's conf_nums."""
+class _SnakeConfirmed(BaseModel):
+    """The preview conf_nums a conditional place body carries."""
 
     conf_nums: list[ConfNum] = Field(
         default_factory=list,
@@ -506,6 +506,10 @@ class ConditionalPlaceBody(ConditionalPreviewBody):
     def given_conf_nums(self) -> tuple[str, ...]:
         """Return the preview conf_nums."""
         return tuple(self.conf_nums)
+
+
+class ConditionalPlaceBody(ConditionalPreviewBody, _SnakeConfirmed):
+    """A conditional order to place, with the preview's conf_nums."""
 
 
 class ConditionalReplacePreviewBody(_ConditionalFields):
@@ -527,19 +531,8 @@ class ConditionalReplacePreviewBody(_ConditionalFields):
         return replace(facts, orig_conf_nums=tuple(self.orig_conf_nums))
 
 
-class ConditionalReplacePlaceBody(ConditionalReplacePreviewBody):
+class ConditionalReplacePlaceBody(ConditionalReplacePreviewBody, _SnakeConfirmed):
     """A previewed conditional replace to place, with the preview's conf_nums."""
-
-    conf_nums: list[ConfNum] = Field(
-        default_factory=list,
-        max_length=3,
-        description="The conf_nums of the conditional replace preview, in order. Required: without them "
-        "PREVIEW_REQUIRED.",
-    )
-
-    def given_conf_nums(self) -> tuple[str, ...]:
-        """Return the preview conf_nums."""
-        return tuple(self.conf_nums)
 
 
 # --- staged orders, trade agreements -----------------------------------------------------------------------
