@@ -18,5 +18,7 @@ class UpstreamRecord(Record):
 
     raw: dict[str, Any] | None = Field(
         default=None,
-        description="The upstream payload this record was mapped from (Fidelity broker only; null on paper).",
+        # Present only when there is an upstream payload, so paper responses carry no empty field.
+        exclude_if=lambda value: value is None,
+        description="The upstream payload this record was mapped from (Fidelity broker only; absent on paper).",
     )
