@@ -1,0 +1,553 @@
+"""The quote hub: one upstream market-data connection shared by every streaming consumer.
+
+Desired state first: consumers hold symbols (``QuoteConsumer.acquire``/``release``); a symbol's refcount is
+the number of distinct consumers holding it. The hub keeps the upstream connection in line with that set:
+a syncer sends subscribe/unsubscribe messages of at most ``feed.max_symbols_per_message`` symbols, one at
+a time, recomputing the difference before each, so whatever happens meanwhile (releases, reconnects,
+refusals) the upstream ends up carrying exactly the held symbols. A symbol nobody holds any more lingers
+``unsubscribe_delay`` seconds before it leaves the upstream, so a client that reconnects at once does not
+cause churn. Subscriptions made before login or while the upstream is down only change the desired set;
+the next connection applies them.
+
+The connection is opened when a session exists and some symbol is held, and kept open (even when every
+symbol is released) until logout, failure or shutdown. After a failure it is reopened after the next
+backoff delay (the last delay repeats). The sequence starts again after a *good* connection: one that
+stayed open at least ``stable_after`` seconds. (Time up, not "delivered a message": an upstream that
+accepts, sends a snapshot and drops at once would otherwise be hammered at the shortest delay.) A
+watchdog drops a connection that carries symbols but delivered nothing for ``watchdog_timeout`` seconds.
+
+The read loop never awaits a consumer: each message is stored as the symbol's latest item and put into
+each holder's ``ConflatingBuffer`` (latest per symbol), so a consumer that stops reading costs one slot
+per held symbol and never slows the others. Every delay uses the injected clock.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import logging
+from collections.abc import Iterable
+from datetime import datetime, timedelta
+
+from ftdesk.brokers.base import QuoteConnection, QuoteFeed, QuoteFeedMessage, SymbolError
+from ftdesk.domain.clock import Clock
+from ftdesk.domain.errors import StreamingUnavailable
+from ftdesk.streaming.conflation import ConflatingBuffer
+from ftdesk.streaming.models import (
+    CONSUMER_KINDS,
+    ConsumerClosed,
+    ConsumerKind,
+    ConsumerStatus,
+    HubState,
+    QuoteError,
+    QuoteHubStatus,
+    QuoteItem,
+    SymbolSubscription,
+)
+from ftdesk.streaming.timing import sleep_until, wait_event_until
+
+log = logging.getLogger(__name__)
+
+HUB_CLOSED_REASON = "The quote stream is shutting down"
+CONSUMER_CLOSED_REASON = "The quote consumer was closed"
+
+
+def normalize_symbols(symbols: Iterable[str]) -> list[str]:
+    """Return the symbols stripped and upper-cased, without blanks or repeats, in first-seen order."""
+    if isinstance(symbols, str):  # a bare "AAPL" would otherwise be read as ["A", "A", "P", "L"]
+        raise TypeError("Pass a list of symbols, not a single string")
+    return list(dict.fromkeys(cleaned for cleaned in (s.strip().upper() for s in symbols) if cleaned))
+
+
+def describe(exc: BaseException) -> str:
+    """Return an exception as one line a trader can read in the status page."""
+    text = getattr(exc, "message", None) or str(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def _failure_of(task: asyncio.Task[None]) -> BaseException | None:
+    """Return the exception a finished task raised, or None (still running, cancelled or returned)."""
+    if not task.done() or task.cancelled():
+        return None
+    return task.exception()
+
+
+class QuoteConsumer:
+    """One reader of the quote stream: an SSE response, a WebSocket, or the shared REST subscription set."""
+
+    def __init__(self, hub: QuoteHub, consumer_id: str, kind: ConsumerKind, clock: Clock) -> None:
+        self.id = consumer_id
+        self.kind: ConsumerKind = kind
+        self._hub = hub
+        self._clock = clock
+        self._held: dict[str, None] = {}  # insertion-ordered set
+        self._buffer: ConflatingBuffer[QuoteItem] = ConflatingBuffer()
+        self._wake = asyncio.Event()
+        self._closed_reason: str | None = None
+
+    @property
+    def symbols(self) -> list[str]:
+        """Return the symbols this consumer holds, in the order it took them."""
+        return list(self._held)
+
+    @property
+    def closed(self) -> bool:
+        """Return True once the consumer was closed (by its owner or by the hub)."""
+        return self._closed_reason is not None
+
+    @property
+    def pending_count(self) -> int:
+        """Return how many updates wait to be read (at most one per held symbol)."""
+        return len(self._buffer)
+
+    def acquire(self, symbols: Iterable[str]) -> list[str]:
+        """Hold these symbols; return the ones not held before. Raise ``ConsumerClosed`` once closed."""
+        if self._closed_reason is not None:
+            raise ConsumerClosed(self._closed_reason)
+        return self._hub._acquire(self, normalize_symbols(symbols))
+
+    def release(self, symbols: Iterable[str]) -> list[str]:
+        """Stop holding these symbols; return the ones that were held (others are ignored)."""
+        return self._hub._release(self, normalize_symbols(symbols))
+
+    def close(self) -> None:
+        """Release every symbol and end ``get()``; idempotent."""
+        self._shutdown(CONSUMER_CLOSED_REASON)
+
+    # The timeout runs on the injected clock (tests drive it), which asyncio.timeout() cannot do.
+    async def get(self, timeout: float | None = None) -> list[QuoteItem]:  # noqa: ASYNC109
+        """Return the waiting updates (latest per symbol, oldest first); ``[]`` after ``timeout`` seconds.
+
+        Waits until at least one update is there. Raises ``ConsumerClosed`` once the consumer is closed.
+        """
+        deadline = None if timeout is None else self._clock.monotonic() + timeout
+        while True:
+            if self._closed_reason is not None:
+                raise ConsumerClosed(self._closed_reason)
+            if self._buffer:
+                return self._buffer.drain()
+            if deadline is not None and self._clock.monotonic() >= deadline:
+                return []
+            self._wake.clear()
+            await wait_event_until(self._clock, self._wake, deadline)
+
+    def status(self) -> ConsumerStatus:
+        """Return this consumer's counters."""
+        return ConsumerStatus(
+            id=self.id,
+            kind=self.kind,
+            symbols=len(self._held),
+            pending=len(self._buffer),
+            delivered=self._buffer.delivered,
+            conflated=self._buffer.conflated,
+            lag_seconds=round(self._buffer.lag(self._clock.monotonic()), 3),
+        )
+
+    # --- called by the hub ----------------------------------------------------------------------
+
+    def _offer(self, symbol: str, item: QuoteItem, now: float) -> None:
+        self._buffer.put(symbol, item, now)
+        self._wake.set()
+
+    def _shutdown(self, reason: str) -> None:
+        if self._closed_reason is not None:
+            return
+        self._hub._release(self, list(self._held))
+        self._hub._forget_consumer(self)
+        self._closed_reason = reason
+        self._buffer.clear()
+        self._wake.set()
+
+
+class QuoteHub:
+    """Shares one upstream quote connection among many consumers (see the module docstring)."""
+
+    def __init__(
+        self,
+        feed: QuoteFeed,
+        clock: Clock,
+        *,
+        unsubscribe_delay: float,
+        backoff: Iterable[float],
+        watchdog_timeout: float = 30.0,
+        stable_after: float = 10.0,
+    ) -> None:
+        delays = tuple(float(d) for d in backoff)
+        if not delays or any(d <= 0 for d in delays):
+            raise ValueError(f"backoff must be a non-empty sequence of positive seconds, got {delays}")
+        if unsubscribe_delay < 0:
+            raise ValueError(f"unsubscribe_delay must not be negative, got {unsubscribe_delay}")
+        if watchdog_timeout <= 0:
+            raise ValueError(f"watchdog_timeout must be positive, got {watchdog_timeout}")
+        if stable_after < 0:
+            raise ValueError(f"stable_after must not be negative, got {stable_after}")
+        if feed.max_symbols_per_message < 1:
+            raise ValueError(f"the feed's max_symbols_per_message must be >= 1, got {feed.max_symbols_per_message}")
+        self._feed = feed
+        self._clock = clock
+        self._unsubscribe_delay = float(unsubscribe_delay)
+        self._backoff = delays
+        self._watchdog_timeout = float(watchdog_timeout)
+        self._stable_after = float(stable_after)
+
+        # Desired state. A symbol is a key of _holders while anyone holds it or its unsubscribe is pending
+        # (then its holder dict is empty and _lingering has its deadline, in deadline order).
+        self._holders: dict[str, dict[str, QuoteConsumer]] = {}
+        self._lingering: dict[str, float] = {}
+        self._last: dict[str, QuoteItem] = {}
+        self._consumers: dict[str, QuoteConsumer] = {}
+        self._ids = itertools.count(1)
+
+        # The current connection: what we told it (subscribed, not unsubscribed) and what it refused.
+        self._upstream: dict[str, None] = {}
+        self._refused: set[str] = set()
+        self._silence_since = clock.monotonic()
+
+        self._session_active = False
+        self._session_epoch = 0
+        self._state = HubState.DISABLED
+        self._since = clock.now()
+        self._reconnect_count = 0
+        self._last_message_mono: float | None = None
+        self._last_error: str | None = None
+        self._started = False
+        self._closed = False
+        self._tasks: list[asyncio.Task[None]] = []
+
+        self._supervisor_wake = asyncio.Event()
+        self._session_wake = asyncio.Event()
+        self._sync_wake = asyncio.Event()
+        self._linger_wake = asyncio.Event()
+        self._watchdog_wake = asyncio.Event()
+
+    # --- lifecycle ------------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Start the connection supervisor and the delayed-unsubscribe timer; idempotent."""
+        if self._closed:
+            raise StreamingUnavailable("The quote stream was shut down")
+        if self._started:
+            return
+        self._started = True
+        self._set_state(self._resting_state())
+        self._tasks = [
+            asyncio.create_task(self._supervise(), name="quote-hub-supervisor"),
+            asyncio.create_task(self._expire_lingering(), name="quote-hub-unsubscribe-timer"),
+        ]
+
+    async def close(self) -> None:
+        """Cancel every task, close the upstream connection and every consumer; idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        tasks, self._tasks = self._tasks, []
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)  # the supervisor closes the connection
+        for consumer in list(self._consumers.values()):
+            consumer._shutdown(HUB_CLOSED_REASON)
+        self._set_state(HubState.DISABLED)
+
+    def set_session_active(self, active: bool) -> None:
+        """Say whether a brokerage session exists: logout closes the upstream, login reopens it."""
+        if active == self._session_active:
+            return
+        self._session_active = active
+        self._session_epoch += 1
+        self._supervisor_wake.set()
+        self._session_wake.set()
+
+    # --- consumers ------------------------------------------------------------------------------
+
+    def open_consumer(self, kind: str) -> QuoteConsumer:
+        """Open a consumer of this kind ("sse", "ws" or "shared"); close it when done."""
+        if kind not in CONSUMER_KINDS:
+            raise ValueError(f"Unknown consumer kind {kind!r}; expected one of {', '.join(CONSUMER_KINDS)}")
+        if self._closed:
+            raise StreamingUnavailable("The quote stream was shut down")
+        consumer = QuoteConsumer(self, f"{kind}-{next(self._ids)}", kind, self._clock)
+        self._consumers[consumer.id] = consumer
+        return consumer
+
+    # --- observation ----------------------------------------------------------------------------
+
+    @property
+    def state(self) -> HubState:
+        """Return the connection state."""
+        return self._state
+
+    @property
+    def upstream_symbols(self) -> list[str]:
+        """Return the symbols the upstream connection carries now, in subscription order."""
+        return list(self._upstream)
+
+    def status(self) -> QuoteHubStatus:
+        """Return the connection state, counters and per-consumer figures."""
+        by_kind = dict.fromkeys(CONSUMER_KINDS, 0)
+        for consumer in self._consumers.values():
+            by_kind[consumer.kind] += 1
+        return QuoteHubStatus(
+            state=self._state,
+            since=self._since,
+            reconnect_count=self._reconnect_count,
+            last_message_at=self._wall_time(self._last_message_mono),
+            last_error=self._last_error,
+            subscribed_symbols=list(self._upstream),
+            consumers_by_kind=by_kind,
+            consumers=[consumer.status() for consumer in self._consumers.values()],
+        )
+
+    def subscriptions(self) -> list[SymbolSubscription]:
+        """Return every symbol the hub holds or is about to unsubscribe, by symbol."""
+        now = self._clock.monotonic()
+        result = []
+        for symbol in sorted(self._holders):
+            holders = self._holders[symbol]
+            deadline = self._lingering.get(symbol)
+            last = self._last.get(symbol)
+            result.append(
+                SymbolSubscription(
+                    symbol=symbol,
+                    refcount=len(holders),
+                    kinds=sorted({consumer.kind for consumer in holders.values()}),
+                    upstream=symbol in self._upstream,
+                    unsubscribe_in_seconds=None if deadline is None else round(max(0.0, deadline - now), 3),
+                    error=last.message if isinstance(last, QuoteError) else None,
+                )
+            )
+        return result
+
+    # --- desired state (called by QuoteConsumer) ------------------------------------------------
+
+    def _acquire(self, consumer: QuoteConsumer, symbols: list[str]) -> list[str]:
+        now = self._clock.monotonic()
+        taken: list[str] = []
+        for symbol in symbols:
+            if symbol in consumer._held:
+                continue
+            consumer._held[symbol] = None
+            self._holders.setdefault(symbol, {})[consumer.id] = consumer
+            self._lingering.pop(symbol, None)  # taken again within the delay: keep the subscription
+            last = self._last.get(symbol)
+            if last is not None:
+                consumer._offer(symbol, last, now)
+            taken.append(symbol)
+        if taken:
+            self._sync_wake.set()
+            self._supervisor_wake.set()
+        return taken
+
+    def _release(self, consumer: QuoteConsumer, symbols: list[str]) -> list[str]:
+        now = self._clock.monotonic()
+        released: list[str] = []
+        for symbol in symbols:
+            if symbol not in consumer._held:
+                continue
+            del consumer._held[symbol]
+            consumer._buffer.discard(symbol)
+            holders = self._holders[symbol]
+            del holders[consumer.id]
+            if not holders:
+                if self._unsubscribe_delay > 0 and not self._closed:
+                    self._lingering[symbol] = now + self._unsubscribe_delay
+                    self._linger_wake.set()
+                else:
+                    self._forget(symbol)
+            released.append(symbol)
+        return released
+
+    def _forget_consumer(self, consumer: QuoteConsumer) -> None:
+        self._consumers.pop(consumer.id, None)
+
+    def _forget(self, symbol: str) -> None:
+        """Drop a symbol nobody holds from the desired state (the syncer then unsubscribes it)."""
+        self._holders.pop(symbol, None)
+        self._lingering.pop(symbol, None)
+        self._last.pop(symbol, None)
+        self._refused.discard(symbol)
+        self._sync_wake.set()
+
+    async def _expire_lingering(self) -> None:
+        # One delay for every symbol, so deadlines are added in increasing order: the first entry is
+        # always the next one due. A re-acquired symbol only makes this wake early and sleep again.
+        while True:
+            if not self._lingering:
+                self._linger_wake.clear()
+                await self._linger_wake.wait()
+                continue
+            symbol, deadline = next(iter(self._lingering.items()))
+            if self._clock.monotonic() < deadline:
+                await sleep_until(self._clock, deadline)
+                continue
+            self._forget(symbol)
+
+    # --- the connection -------------------------------------------------------------------------
+
+    def _wanted(self) -> bool:
+        return self._session_active and any(self._holders.values())
+
+    def _resting_state(self) -> HubState:
+        if not self._session_active:
+            return HubState.WAITING_FOR_SESSION
+        return HubState.CONNECTING if self._wanted() else HubState.IDLE
+
+    async def _supervise(self) -> None:
+        failures = 0  # consecutive bad connections or refused connects: the index into the backoff
+        while True:
+            if not self._wanted():
+                self._set_state(self._resting_state())
+                failures = 0
+                self._supervisor_wake.clear()
+                await self._supervisor_wake.wait()
+                continue
+            epoch = self._session_epoch
+            if failures:
+                self._reconnect_count += 1
+            self._set_state(HubState.RECONNECTING if failures else HubState.CONNECTING)
+            try:
+                connection = await self._feed.connect()
+            except Exception as exc:  # every connect failure is retried after the backoff
+                self._note_failure(f"Could not open the market-data connection: {describe(exc)}")
+            else:
+                opened = self._clock.monotonic()
+                await self._serve(connection, epoch)
+                if self._clock.monotonic() - opened >= self._stable_after:
+                    failures = 0
+            if self._session_epoch != epoch or not self._wanted():
+                # Logged out (or out and in), or nothing is wanted any more: start afresh, no backoff.
+                failures = 0
+                continue
+            failures += 1
+            self._set_state(HubState.RECONNECTING)
+            delay = self._backoff[min(failures, len(self._backoff)) - 1]
+            log.info("Reconnecting the market-data stream in %g s", delay)
+            await self._back_off(self._clock.monotonic() + delay, epoch)
+
+    async def _back_off(self, deadline: float, epoch: int) -> None:
+        # A login or logout ends the wait: the supervisor then starts afresh.
+        while self._clock.monotonic() < deadline and self._session_epoch == epoch:
+            self._supervisor_wake.clear()
+            await wait_event_until(self._clock, self._supervisor_wake, deadline)
+
+    async def _serve(self, connection: QuoteConnection, epoch: int) -> None:
+        """Run one connection until it fails, goes silent or the session changes; then close it."""
+        self._upstream.clear()
+        self._refused.clear()
+        self._silence_since = self._clock.monotonic()
+        self._set_state(HubState.CONNECTED)
+        log.info("Market-data stream connected")
+        reader = asyncio.create_task(self._read(connection), name="quote-hub-reader")
+        syncer = asyncio.create_task(self._sync(connection), name="quote-hub-syncer")
+        watchdog = asyncio.create_task(self._watch(), name="quote-hub-watchdog")
+        session = asyncio.create_task(self._until_session_changes(epoch), name="quote-hub-session")
+        tasks = (reader, syncer, watchdog, session)
+        try:
+            await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            self._upstream.clear()
+            self._refused.clear()
+            with contextlib.suppress(Exception):
+                await connection.close()
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+        if self._session_epoch != epoch:
+            log.info("Market-data stream closed: the brokerage session ended")
+        elif watchdog.done() and not watchdog.cancelled():
+            self._note_failure(f"No market data for {self._watchdog_timeout:g} s while symbols were subscribed")
+        elif (exc := _failure_of(syncer)) is not None:
+            self._note_failure(f"A subscribe or unsubscribe failed: {describe(exc)}")
+        elif (exc := _failure_of(reader)) is not None:
+            self._note_failure(f"The market-data connection failed: {describe(exc)}")
+        else:
+            self._note_failure("The upstream closed the market-data connection")
+
+    async def _read(self, connection: QuoteConnection) -> None:
+        messages = connection.messages()
+        try:
+            async for message in messages:
+                self._receive(message)
+        finally:
+            closer = getattr(messages, "aclose", None)
+            if closer is not None:
+                await closer()
+
+    def _receive(self, message: QuoteFeedMessage) -> None:
+        """Store a message as its symbol's latest item and hand it to each holder, never waiting on one."""
+        now = self._clock.monotonic()
+        self._silence_since = now
+        self._last_message_mono = now
+        holders = self._holders.get(message.symbol)
+        if holders is None:  # a late message for a symbol already unsubscribed
+            return
+        item: QuoteItem
+        if isinstance(message, SymbolError):
+            self._upstream.pop(message.symbol, None)
+            self._refused.add(message.symbol)  # not asked again on this connection
+            item = QuoteError(message.symbol, message.message)
+        else:
+            item = message
+        self._last[message.symbol] = item
+        for consumer in holders.values():
+            consumer._offer(message.symbol, item, now)
+
+    async def _sync(self, connection: QuoteConnection) -> None:
+        """Bring the connection in line with the desired state, one chunked message at a time."""
+        size = self._feed.max_symbols_per_message
+        while True:
+            self._sync_wake.clear()
+            stale = list(itertools.islice((s for s in self._upstream if s not in self._holders), size))
+            if stale:
+                await connection.unsubscribe(stale)
+                for symbol in stale:
+                    self._upstream.pop(symbol, None)
+                continue
+            fresh = list(
+                itertools.islice((s for s in self._holders if s not in self._upstream and s not in self._refused), size)
+            )
+            if fresh:
+                await connection.subscribe(fresh)
+                if not self._upstream:  # the silence watchdog counts from the first subscription
+                    self._silence_since = self._clock.monotonic()
+                    self._watchdog_wake.set()
+                for symbol in fresh:
+                    if symbol not in self._refused:
+                        self._upstream[symbol] = None
+                continue
+            await self._sync_wake.wait()
+
+    async def _watch(self) -> None:
+        """Return once the connection carries symbols but delivered nothing for ``watchdog_timeout``."""
+        while True:
+            if not self._upstream:
+                self._watchdog_wake.clear()
+                await self._watchdog_wake.wait()
+                continue
+            # Messages only move _silence_since; the watchdog re-reads it when it wakes instead of being
+            # woken per message.
+            deadline = self._silence_since + self._watchdog_timeout
+            if self._clock.monotonic() >= deadline:
+                return
+            await sleep_until(self._clock, deadline)
+
+    async def _until_session_changes(self, epoch: int) -> None:
+        while self._session_epoch == epoch:
+            self._session_wake.clear()
+            await self._session_wake.wait()
+
+    # --- helpers --------------------------------------------------------------------------------
+
+    def _note_failure(self, reason: str) -> None:
+        self._last_error = reason
+        log.warning("Market-data stream: %s", reason)
+
+    def _set_state(self, state: HubState) -> None:
+        if state is not self._state:
+            self._state = state
+            self._since = self._clock.now()
+
+    def _wall_time(self, mono: float | None) -> datetime | None:
+        if mono is None:
+            return None
+        return self._clock.now() - timedelta(seconds=self._clock.monotonic() - mono)
