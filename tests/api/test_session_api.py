@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import Any
 
@@ -28,6 +29,22 @@ async def status_of(service) -> dict[str, Any]:
     code, body = await service.call("GET", "/api/v1/auth/status")
     assert code == 200
     return body["data"]
+
+
+async def settle(service, state: str) -> None:
+    """Wait (bounded) until the session reaches a state; re-auth loads credentials in a worker thread."""
+    session = service.context.session
+    if session.state.value == state:
+        return
+    reached = asyncio.get_running_loop().create_future()
+
+    def listener(new_state) -> None:
+        if new_state.value == state and not reached.done():
+            reached.set_result(None)
+
+    session.add_listener(listener)
+    if session.state.value != state:
+        await asyncio.wait_for(reached, 5)
 
 
 async def needs_session(service) -> tuple[int, dict]:
@@ -149,6 +166,7 @@ async def test_keep_alive_detects_expiry_and_re_authenticates(start_service) -> 
     service = await start_service(clock=clock, paper_session_lifetime="60", session_keepalive_interval="90")
     await service.login(remember=True)
     await clock.advance(90)
+    await settle(service, "logged_in")  # expiry found, then re-auth (its credential load runs in a thread)
     status = await status_of(service)
     assert status["state"] == "logged_in" and status["reauth_count"] == 1
 
@@ -160,6 +178,7 @@ async def test_keep_alive_detects_expiry_without_auto_reauth(start_service) -> N
     )
     await service.login()
     await clock.advance(90)
+    await settle(service, "expired")
     assert (await status_of(service))["state"] == "expired"
 
 
