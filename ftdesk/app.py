@@ -21,6 +21,7 @@ from ftdesk.brokers.paper.broker import PaperBroker, paper_db_path, reset_world
 from ftdesk.brokers.paper.config import PaperConfig
 from ftdesk.config import SETTINGS, ConfigError, Settings, load_settings
 from ftdesk.domain.clock import Clock, SystemClock
+from ftdesk.domain.session import SessionState
 from ftdesk.logs import SecretRedactor, configure_logging
 from ftdesk.service.context import LiveTradingSwitch, ServiceContext
 from ftdesk.service.credentials import CredentialStore
@@ -33,6 +34,7 @@ from ftdesk.service.server import PortInUseError, ServiceServer
 from ftdesk.service.session import SessionManager
 from ftdesk.service.streams import StreamRegistry
 from ftdesk.service.webapp import create_web_app
+from ftdesk.streaming.hub import QuoteHub
 
 log = logging.getLogger("ftdesk")
 
@@ -93,6 +95,7 @@ class ServiceRuntime:
         self._extra_tables = extra_tables or []
         self.session: SessionManager | None = None
         self.orders: OrderDesk | None = None
+        self.quotes: QuoteHub | None = None
 
     async def start(self) -> None:
         """Load the API key, start the broker, build the app and bind the port (``PortInUseError`` if taken)."""
@@ -122,6 +125,17 @@ class ServiceRuntime:
         )
         await session.refresh_credentials_flag()
         self.session = session
+        # One upstream quote connection for every stream; it follows the session (open when logged in).
+        quotes = QuoteHub(
+            self.broker.quote_feed,
+            self.clock,
+            unsubscribe_delay=settings.unsubscribe_delay,
+            backoff=settings.stream_backoff,
+        )
+        await quotes.start()
+        quotes.set_session_active(session.state is SessionState.LOGGED_IN)
+        session.add_listener(lambda state: quotes.set_session_active(state is SessionState.LOGGED_IN))
+        self.quotes = quotes
         self.context = ServiceContext(
             settings=settings,
             api_key=api_key,
@@ -135,12 +149,14 @@ class ServiceRuntime:
             streams=StreamRegistry(),
             started_monotonic=self.clock.monotonic(),
             orders=orders,
+            quotes=quotes,
         )
         app = create_web_app(self.context, route_tables() + self._extra_tables)
         server = ServiceServer(app, settings.host, settings.port)
         try:
             await server.start()
         except BaseException:
+            await quotes.close()
             await session.close()
             await self.broker.close()
             await orders.close()
@@ -158,6 +174,9 @@ class ServiceRuntime:
 
     async def stop(self) -> None:
         """Close streams, stop the server and release everything; idempotent."""
+        # The hub first: its consumers end, so the SSE and WebSocket handlers finish on their own.
+        if self.quotes is not None:
+            await self.quotes.close()
         if self.server is not None:
             server, self.server = self.server, None
             await server.stop()

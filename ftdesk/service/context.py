@@ -16,6 +16,7 @@ from ftdesk.service.orders_desk import OrderDesk
 from ftdesk.service.routing import Endpoint
 from ftdesk.service.session import SessionManager
 from ftdesk.service.streams import StreamRegistry
+from ftdesk.streaming.hub import QuoteHub
 
 
 class LiveTradingSwitch:
@@ -41,6 +42,7 @@ class ServiceContext:
     streams: StreamRegistry
     started_monotonic: float
     orders: OrderDesk
+    quotes: QuoteHub
 
 
 CONTEXT = web.AppKey("ftdesk_context", ServiceContext)

@@ -12,6 +12,7 @@ from ftdesk.service.routes import (
     preferences,
     reference,
     research,
+    streaming,
     watchlists,
 )
 from ftdesk.service.routing import RouteTable
@@ -25,6 +26,7 @@ def route_tables() -> list[RouteTable]:
         accounts.routes,
         orders.routes,
         market_data.routes,
+        streaming.routes,
         research.routes,
         watchlists.routes,
         alerts.routes,

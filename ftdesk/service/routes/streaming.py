@@ -1,0 +1,529 @@
+"""Streaming: real-time quotes over SSE and WebSocket, the shared REST subscription set, and the stream status.
+
+Every stream is a consumer of the one ``QuoteHub`` (one upstream market-data connection for all). None of
+these endpoints needs a brokerage session: symbols asked for before login (or while the upstream is down)
+are queued by the hub and start flowing once the session exists. Long-lived handlers run inside
+``StreamRegistry.track`` so that shutdown ends them at once instead of aiohttp waiting for them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import weakref
+from typing import Annotated, Any, Literal
+
+from aiohttp import WSCloseCode, WSMsgType, web
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from ftdesk.domain import errors as e
+from ftdesk.service.errors import spec_for
+from ftdesk.service.routes.common import Symbol, context
+from ftdesk.service.routing import BodyModel, Call, QueryModel, RouteTable, validate_model
+from ftdesk.streaming.hub import QuoteConsumer, QuoteHub, normalize_symbols
+from ftdesk.streaming.models import (
+    STATE_DESCRIPTIONS,
+    ConsumerClosed,
+    HubState,
+    QuoteError,
+    QuoteHubStatus,
+    QuoteItem,
+    SymbolSubscription,
+)
+
+routes = RouteTable(tag="streaming")
+
+HEARTBEAT_SECONDS = 15.0
+"""Quiet time after which an SSE stream sends a ``: heartbeat`` comment (and a WebSocket a ping)."""
+SSE_RETRY_MS = 3000
+"""The reconnect delay an SSE stream asks EventSource clients to use, milliseconds."""
+MAX_STREAM_SYMBOLS = 200
+"""Most symbols one SSE stream, one WebSocket or the shared set may hold."""
+MAX_WS_MESSAGE_BYTES = 64 * 1024
+"""Largest client WebSocket frame; a larger one closes the connection (1009, message too big)."""
+WS_CLOSE_TIMEOUT = 1.0
+"""Seconds the server waits for the client's close frame after closing a WebSocket."""
+SYMBOL_UNAVAILABLE = "SYMBOL_UNAVAILABLE"
+
+StreamSymbols = Annotated[
+    list[Symbol],
+    Field(
+        min_length=1,
+        max_length=MAX_STREAM_SYMBOLS,
+        description=f"Tickers (case-insensitive, upper-cased), 1 to {MAX_STREAM_SYMBOLS}.",
+    ),
+]
+
+
+# --- models ----------------------------------------------------------------------------------------
+
+
+class QuoteStreamQuery(QueryModel):
+    """Which symbols an SSE quote stream carries."""
+
+    # Written out rather than StreamSymbols | None: the query parser recognises list fields by annotation.
+    symbols: list[Symbol] | None = Field(
+        default=None,
+        min_length=1,
+        max_length=MAX_STREAM_SYMBOLS,
+        description=(
+            f"Tickers to stream, 1 to {MAX_STREAM_SYMBOLS}. Omitted: the stream follows the shared set managed "
+            "with POST /streaming/subscribe and /streaming/unsubscribe, including later changes."
+        ),
+    )
+
+
+class SymbolsBody(BodyModel):
+    """Symbols to add to or remove from the shared subscription set."""
+
+    symbols: StreamSymbols
+
+
+class SubscribeResult(BaseModel):
+    """What POST /streaming/subscribe changed."""
+
+    added: list[str] = Field(description="Symbols that were not in the shared set before.")
+    already_held: list[str] = Field(description="Symbols the shared set held already (nothing changed for them).")
+    symbols: list[str] = Field(description="The whole shared set afterwards, in the order the symbols were added.")
+
+
+class UnsubscribeResult(BaseModel):
+    """What POST /streaming/unsubscribe changed."""
+
+    removed: list[str] = Field(description="Symbols taken out of the shared set.")
+    not_held: list[str] = Field(description="Symbols the shared set did not hold (ignored).")
+    symbols: list[str] = Field(description="The whole shared set afterwards.")
+
+
+class AccountEventsStatus(BaseModel):
+    """The account-event (BEPS) stream's state."""
+
+    state: Literal["disabled"] = Field(description="Always 'disabled' in this version.")
+    reason: str = Field(description="Why the stream is not running.")
+
+
+class StreamingStatus(BaseModel):
+    """Both upstream streams and the open consumers."""
+
+    mdds: QuoteHubStatus = Field(description="The shared upstream market-data (quote) connection.")
+    beps: AccountEventsStatus = Field(description="The upstream account-event stream.")
+    consumers: dict[str, int] = Field(
+        description="Open quote consumers by kind: sse (SSE streams), ws (WebSockets), shared (the REST set)."
+    )
+
+
+class StreamState(BaseModel):
+    """The data of an SSE ``status`` event or a WebSocket ``status`` frame."""
+
+    state: HubState
+    description: str
+    since: str
+    last_error: str | None
+
+
+class WsClientMessage(BaseModel):
+    """One client frame of WS /ws/quotes."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    action: Literal["subscribe", "unsubscribe", "ping"]
+    symbols: list[Symbol] = Field(default_factory=list, max_length=MAX_STREAM_SYMBOLS)
+
+    @model_validator(mode="after")
+    def _symbols_for_subscriptions(self) -> WsClientMessage:
+        if self.action != "ping" and not self.symbols:
+            raise ValueError(f"{self.action} needs a non-empty 'symbols' list")
+        return self
+
+
+# --- the shared set ----------------------------------------------------------------------------------
+
+
+class SharedQuotes:
+    """The REST-managed symbol set (one ``shared`` consumer) and the SSE streams that follow it."""
+
+    def __init__(self, hub: QuoteHub) -> None:
+        self.consumer = hub.open_consumer("shared")
+        self._followers: set[QuoteConsumer] = set()
+
+    @property
+    def symbols(self) -> list[str]:
+        """Return the shared set in the order the symbols were added."""
+        return self.consumer.symbols
+
+    def add(self, symbols: list[str]) -> SubscribeResult:
+        """Add symbols to the set and to every following stream."""
+        symbols = normalize_symbols(symbols)
+        held = set(self.symbols)
+        if len(held | set(symbols)) > MAX_STREAM_SYMBOLS:
+            raise e.ValidationFailed.for_fields(
+                f"The shared set may hold at most {MAX_STREAM_SYMBOLS} symbols; unsubscribe some first",
+                [("symbols", f"would make the shared set larger than {MAX_STREAM_SYMBOLS} symbols")],
+            )
+        added = self.consumer.acquire(symbols)
+        for follower in self._followers:
+            follower.acquire(added)
+        return SubscribeResult(added=added, already_held=[s for s in symbols if s in held], symbols=self.symbols)
+
+    def remove(self, symbols: list[str]) -> UnsubscribeResult:
+        """Remove symbols from the set and from every following stream."""
+        symbols = normalize_symbols(symbols)
+        removed = self.consumer.release(symbols)
+        for follower in self._followers:
+            follower.release(removed)
+        return UnsubscribeResult(
+            removed=removed, not_held=[s for s in symbols if s not in removed], symbols=self.symbols
+        )
+
+    def follow(self, consumer: QuoteConsumer) -> None:
+        """Make a consumer hold the shared set now and after every change."""
+        consumer.acquire(self.symbols)
+        self._followers.add(consumer)
+
+    def unfollow(self, consumer: QuoteConsumer) -> None:
+        """Stop changing a consumer with the shared set."""
+        self._followers.discard(consumer)
+
+
+# Keyed by hub rather than stored on the app: the app is frozen once it serves, and the set is opened lazily.
+_shared_sets: weakref.WeakKeyDictionary[QuoteHub, SharedQuotes] = weakref.WeakKeyDictionary()
+
+
+def shared_quotes(hub: QuoteHub) -> SharedQuotes:
+    """Return the hub's shared subscription set, opening it on first use."""
+    shared = _shared_sets.get(hub)
+    if shared is None or shared.consumer.closed:
+        shared = _shared_sets[hub] = SharedQuotes(hub)
+    return shared
+
+
+def stream_state(hub: QuoteHub) -> StreamState:
+    """Return the hub's connection state as status frames carry it."""
+    status = hub.status()
+    return StreamState(
+        state=status.state,
+        description=STATE_DESCRIPTIONS[status.state],
+        since=status.since.isoformat(),
+        last_error=status.last_error,
+    )
+
+
+def symbol_error(item: QuoteError) -> dict[str, Any]:
+    """Return the error object of a refused symbol."""
+    return {"code": SYMBOL_UNAVAILABLE, "symbol": item.symbol, "message": item.message}
+
+
+def _json(data: dict[str, Any]) -> str:
+    return json.dumps(data, separators=(",", ":"), ensure_ascii=False)
+
+
+# --- SSE -------------------------------------------------------------------------------------------
+
+
+class _SseWriter:
+    """Formats SSE frames with a per-connection event id."""
+
+    def __init__(self, response: web.StreamResponse) -> None:
+        self._response = response
+        self._next_id = 1
+
+    def frame(self, event: str, data: str) -> str:
+        frame = f"event: {event}\ndata: {data}\nid: {self._next_id}\n\n"
+        self._next_id += 1
+        return frame
+
+    def item(self, item: QuoteItem) -> str:
+        if isinstance(item, QuoteError):
+            return self.frame("error", _json(symbol_error(item)))
+        return self.frame("quote", item.model_dump_json())
+
+    async def write(self, text: str) -> None:
+        await self._response.write(text.encode("utf-8"))
+
+
+async def _pump_sse(response: web.StreamResponse, consumer: QuoteConsumer, hub: QuoteHub) -> None:
+    sse = _SseWriter(response)
+    state = stream_state(hub)
+    await sse.write(f"retry: {SSE_RETRY_MS}\n\n" + sse.frame("status", state.model_dump_json()))
+    while True:
+        try:
+            batch = await consumer.get(timeout=HEARTBEAT_SECONDS)
+        except ConsumerClosed:
+            return
+        frames = ""
+        if hub.state is not state.state:
+            state = stream_state(hub)
+            frames += sse.frame("status", state.model_dump_json())
+        frames += "".join(sse.item(item) for item in batch) if batch else ": heartbeat\n\n"
+        await sse.write(frames)
+
+
+SSE_DESCRIPTION = f"""\
+A `text/event-stream` of frames separated by a blank line. The first line of the stream is
+`retry: {SSE_RETRY_MS}` (EventSource clients reconnect after {SSE_RETRY_MS // 1000} s). Event frames:
+
+- `event: status`: `data` is `{{"state", "description", "since", "last_error"}}` for the upstream quote
+  connection (states as in GET /streaming/status). Sent first, then whenever the state changed, with the next
+  update or heartbeat (so within {HEARTBEAT_SECONDS:g} s).
+- `event: quote`: `data` is one quote object (`symbol`, `last`, `bid`, `ask` and the other quote fields).
+  Quotes are conflated: a client that reads slowly gets the latest quote of each symbol, never a backlog.
+- `event: error`: `data` is `{{"code": "{SYMBOL_UNAVAILABLE}", "symbol", "message"}}`: the upstream refused a
+  symbol (unknown, delisted); the other symbols keep streaming.
+- `: heartbeat` (a comment line) after {HEARTBEAT_SECONDS:g} s without an event, so proxies and clients see
+  the connection alive.
+
+Every event frame has an `id:` line: a counter per connection starting at 1. Ids are not resumable: a
+reconnecting client gets the current quote of each symbol again instead of a replay.
+"""
+
+
+@routes.get(
+    "/streaming/quotes",
+    summary="Stream quotes (SSE)",
+    query=QuoteStreamQuery,
+    kind="sse",
+    query_api_key=True,
+    errors=(e.StreamingUnavailable,),
+    extra_openapi={
+        "responses": {
+            "200": {
+                "description": SSE_DESCRIPTION,
+                "content": {"text/event-stream": {"schema": {"type": "string"}}},
+            }
+        }
+    },
+)
+async def stream_quotes(call: Call[None, QuoteStreamQuery]) -> web.StreamResponse:
+    """Stream real-time quotes as Server-Sent Events until the client disconnects or the service stops.
+
+    With `symbols` the stream carries those symbols (at most 200); without it, it follows the shared set of
+    POST /streaming/subscribe and /streaming/unsubscribe, changes included. No brokerage session is needed to
+    connect: before login the stream sends its status and heartbeats, and quotes start after login. Browsers
+    that cannot set the Authorization header pass the key as `api_key` in the query.
+
+    Each symbol's current quote comes first, then every update; see the 200 response for the frames.
+    """
+    ctx = context(call)
+    hub = ctx.quotes
+    consumer = hub.open_consumer("sse")  # refused (503) before the response starts when the hub is shut down
+    shared: SharedQuotes | None = None
+    try:
+        if call.query.symbols is None:
+            shared = shared_quotes(hub)
+            shared.follow(consumer)
+        else:
+            consumer.acquire(call.query.symbols)
+        response = web.StreamResponse(headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+        response.content_type = "text/event-stream"
+        response.charset = "utf-8"
+        with ctx.streams.track(response):
+            await response.prepare(call.request)
+            # A client that went away shows up as a failed write (a quote or the next heartbeat).
+            with contextlib.suppress(ConnectionResetError):
+                await _pump_sse(response, consumer, hub)
+        return response
+    finally:
+        if shared is not None:
+            shared.unfollow(consumer)
+        consumer.close()
+
+
+# --- WebSocket -------------------------------------------------------------------------------------
+
+
+def _error_frame(error: e.FtdeskError) -> dict[str, Any]:
+    frame: dict[str, Any] = {"type": "error", "code": spec_for(error).code, "message": error.message}
+    if error.details is not None:
+        frame["details"] = error.details
+    return frame
+
+
+def _ws_reply(consumer: QuoteConsumer, text: str) -> dict[str, Any]:
+    """Apply one client frame and return the answer (an ack, a pong or an error)."""
+    try:
+        raw = json.loads(text)
+    except json.JSONDecodeError as exc:
+        return _error_frame(e.MalformedRequest(f"The frame is not valid JSON (line {exc.lineno}, column {exc.colno})"))
+    try:
+        message = validate_model(WsClientMessage, raw, "message")
+    except e.ValidationFailed as exc:
+        return _error_frame(exc)
+    assert isinstance(message, WsClientMessage)
+    if message.action == "ping":
+        return {"type": "pong"}
+    if message.action == "subscribe":
+        if len(set(consumer.symbols) | set(message.symbols)) > MAX_STREAM_SYMBOLS:
+            return _error_frame(
+                e.ValidationFailed.for_fields(
+                    f"One WebSocket may hold at most {MAX_STREAM_SYMBOLS} symbols; unsubscribe some first",
+                    [("symbols", f"would hold more than {MAX_STREAM_SYMBOLS} symbols")],
+                    location="message",
+                )
+            )
+        changed = consumer.acquire(message.symbols)
+    else:
+        changed = consumer.release(message.symbols)
+    return {"type": "ack", "action": message.action, "symbols": changed, "subscribed": consumer.symbols}
+
+
+async def _pump_ws(ws: web.WebSocketResponse, consumer: QuoteConsumer, hub: QuoteHub, send_lock: asyncio.Lock) -> None:
+    state = stream_state(hub)
+    async with send_lock:
+        await ws.send_str(_json({"type": "status", **state.model_dump(mode="json")}))
+    while True:
+        try:
+            batch = await consumer.get(timeout=HEARTBEAT_SECONDS)
+        except ConsumerClosed:
+            # The hub is shutting down: tell the client to come back later.
+            await ws.close(code=WSCloseCode.GOING_AWAY, message=b"server shutting down")
+            return
+        frames: list[dict[str, Any]] = []
+        if hub.state is not state.state:
+            state = stream_state(hub)
+            frames.append({"type": "status", **state.model_dump(mode="json")})
+        for item in batch:
+            if isinstance(item, QuoteError):
+                frames.append({"type": "error", **symbol_error(item)})
+            else:
+                frames.append({"type": "quote", **item.model_dump(mode="json")})
+        async with send_lock:
+            for frame in frames:
+                await ws.send_str(_json(frame))
+
+
+WS_DESCRIPTION = f"""\
+Switching Protocols: the WebSocket is open. All frames are JSON text frames.
+
+Client frames (each is answered, and a bad one never closes the connection):
+- `{{"action": "subscribe", "symbols": ["AAPL", ...]}}` -> `{{"type": "ack", "action": "subscribe",
+  "symbols": [newly added], "subscribed": [all held]}}`; the current quote of each new symbol follows.
+- `{{"action": "unsubscribe", "symbols": [...]}}` -> `{{"type": "ack", "action": "unsubscribe",
+  "symbols": [removed], "subscribed": [...]}}`.
+- `{{"action": "ping"}}` -> `{{"type": "pong"}}`.
+- Not JSON -> `{{"type": "error", "code": "MALFORMED_REQUEST", "message"}}`; an unknown action, a missing or
+  malformed symbol, an unknown field or more than {MAX_STREAM_SYMBOLS} symbols -> `{{"type": "error", "code":
+  "VALIDATION_ERROR", "message", "details": [{{"field", "location", "message", "type"}}]}}`.
+
+Server frames:
+- `{{"type": "status", "state", "description", "since", "last_error"}}`: first, then when the upstream state
+  changed (within {HEARTBEAT_SECONDS:g} s).
+- `{{"type": "quote", "symbol", "last", "bid", "ask", ...}}`: the latest quote of a held symbol (conflated).
+- `{{"type": "error", "code": "{SYMBOL_UNAVAILABLE}", "symbol", "message"}}`: the upstream refused a symbol.
+
+The server pings every {HEARTBEAT_SECONDS:g} s (WebSocket ping frames) and closes with 1001 (going away)
+when the service stops.
+"""
+
+
+@routes.get(
+    "/ws/quotes",
+    full_path=True,
+    summary="Stream quotes (WebSocket)",
+    kind="websocket",
+    query_api_key=True,
+    errors=(e.MalformedRequest, e.StreamingUnavailable),
+    extra_openapi={"responses": {"101": {"description": WS_DESCRIPTION}}},
+)
+async def quotes_websocket(call: Call[None, None]) -> web.StreamResponse:
+    """Open a WebSocket for quotes: subscribe and unsubscribe symbols at any time, quotes arrive as JSON frames.
+
+    One connection holds at most 200 symbols. No brokerage session is needed to connect or subscribe:
+    symbols subscribed before login start streaming after login. The handshake must come from this machine
+    (a foreign Origin is refused with ORIGIN_NOT_ALLOWED, as on every endpoint); browsers pass the key as
+    `api_key` in the query. A plain HTTP request (no upgrade) is MALFORMED_REQUEST. See the 101 response for
+    the frames.
+    """
+    ctx = context(call)
+    hub = ctx.quotes
+    ws = web.WebSocketResponse(timeout=WS_CLOSE_TIMEOUT, heartbeat=HEARTBEAT_SECONDS, max_msg_size=MAX_WS_MESSAGE_BYTES)
+    if not ws.can_prepare(call.request):
+        raise e.MalformedRequest("This is a WebSocket endpoint: connect with a WebSocket client (Upgrade: websocket)")
+    consumer = hub.open_consumer("ws")
+    try:
+        await ws.prepare(call.request)
+        send_lock = asyncio.Lock()
+        with ctx.streams.track(ws):
+            sender = asyncio.create_task(_pump_ws(ws, consumer, hub, send_lock), name=f"ws-quotes-{consumer.id}")
+            try:
+                async for message in ws:
+                    if message.type is WSMsgType.TEXT:
+                        reply = _ws_reply(consumer, message.data)
+                    elif message.type is WSMsgType.BINARY:
+                        reply = _error_frame(e.MalformedRequest("Send JSON text frames, not binary frames"))
+                    else:  # ERROR: the connection is broken
+                        break
+                    async with send_lock:
+                        await ws.send_str(_json(reply))
+            except ConnectionResetError:
+                pass  # the client went away mid-reply
+            finally:
+                sender.cancel()
+                await asyncio.gather(sender, return_exceptions=True)
+        return ws
+    finally:
+        consumer.close()
+
+
+# --- REST control and observation ----------------------------------------------------------------
+
+
+@routes.post(
+    "/streaming/subscribe",
+    summary="Add symbols to the shared set",
+    body=SymbolsBody,
+    response=SubscribeResult,
+    errors=(e.StreamingUnavailable,),
+)
+async def subscribe(call: Call[SymbolsBody, None]) -> SubscribeResult:
+    """Add symbols to the shared subscription set (at most 200 in all).
+
+    The shared set is what GET /streaming/quotes streams when called without `symbols`; the symbols stay
+    subscribed upstream until unsubscribed here, whether or not a stream is open. No brokerage session is
+    needed: before login the symbols are queued and subscribed after login. Subscribing a held symbol again
+    changes nothing and is listed in `already_held`.
+    """
+    return shared_quotes(context(call).quotes).add(call.body.symbols)
+
+
+@routes.post(
+    "/streaming/unsubscribe",
+    summary="Remove symbols from the shared set",
+    body=SymbolsBody,
+    response=UnsubscribeResult,
+    errors=(e.StreamingUnavailable,),
+)
+async def unsubscribe(call: Call[SymbolsBody, None]) -> UnsubscribeResult:
+    """Remove symbols from the shared subscription set; symbols it does not hold are listed in `not_held`.
+
+    A symbol no other stream holds leaves the upstream after the unsubscribe delay (FTSERVICE_UNSUBSCRIBE_DELAY,
+    10 s by default), so subscribing it again meanwhile causes no upstream churn.
+    """
+    return shared_quotes(context(call).quotes).remove(call.body.symbols)
+
+
+@routes.get("/streaming/subscriptions", summary="Active subscriptions", response=list[SymbolSubscription])
+async def subscriptions(call: Call[None, None]) -> list[SymbolSubscription]:
+    """List every symbol held by a stream, a WebSocket or the shared set, by symbol.
+
+    `refcount` counts the consumers holding the symbol (each SSE stream, WebSocket and the shared set count
+    once; an SSE stream without `symbols` holds the shared symbols itself too), `kinds` names their kinds.
+    A symbol nobody holds any more stays listed with `refcount` 0 until its delayed upstream unsubscribe.
+    """
+    return context(call).quotes.subscriptions()
+
+
+@routes.get("/streaming/status", summary="Stream connection state", response=StreamingStatus)
+async def streaming_status(call: Call[None, None]) -> StreamingStatus:
+    """Report the upstream quote connection (MDDS), the account-event stream (BEPS) and the open consumers.
+
+    The account-event stream is not part of this version: `beps.state` is always `disabled`.
+    """
+    status = context(call).quotes.status()
+    return StreamingStatus(
+        mdds=status,
+        beps=AccountEventsStatus(
+            state="disabled", reason="Account event streaming (GET /streaming/events) is not available in this version"
+        ),
+        consumers=status.consumers_by_kind,
+    )

@@ -1,0 +1,394 @@
+"""Quote streaming over a real socket: SSE, the WebSocket, the shared REST set, status and shutdown."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+
+import aiohttp
+import pytest
+
+from ftdesk.service.routes import streaming
+from tests.conftest import TEST_API_KEY, RunningService
+
+WAIT = 5.0  # upper bound of every wait below; the events come in well under a second
+
+
+@pytest.fixture(autouse=True)
+def quick_heartbeat(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Heartbeat often, so idle streams show it and a vanished SSE client is noticed at once."""
+    monkeypatch.setattr(streaming, "HEARTBEAT_SECONDS", 0.05)
+
+
+@dataclass
+class SseFrame:
+    """One SSE block: its fields, and its comment lines."""
+
+    fields: dict[str, str] = field(default_factory=dict)
+    comments: list[str] = field(default_factory=list)
+
+    @property
+    def event(self) -> str | None:
+        return self.fields.get("event")
+
+    @property
+    def data(self) -> dict:
+        return json.loads(self.fields["data"])
+
+
+class SseReader:
+    """Reads an SSE response block by block, line by line (so retry: and comments are visible)."""
+
+    def __init__(self, response: aiohttp.ClientResponse) -> None:
+        self.response = response
+
+    async def next(self) -> SseFrame | None:
+        """Return the next block, or None at the end of the stream."""
+        frame = SseFrame()
+        async with asyncio.timeout(WAIT):
+            while True:
+                line = await self.response.content.readline()
+                if not line:
+                    return None
+                text = line.decode("utf-8").rstrip("\n")
+                if not text:
+                    if frame.fields or frame.comments:
+                        return frame
+                    continue
+                if text.startswith(":"):
+                    frame.comments.append(text[1:].strip())
+                    continue
+                name, _, value = text.partition(":")
+                frame.fields[name] = value.removeprefix(" ")
+
+    async def until(self, predicate: Callable[[SseFrame], bool]) -> list[SseFrame]:
+        """Return the blocks read up to and including the first one the predicate accepts."""
+        seen: list[SseFrame] = []
+        while True:
+            frame = await self.next()
+            assert frame is not None, f"the stream ended first; read {seen}"
+            seen.append(frame)
+            if predicate(frame):
+                return seen
+
+
+def quote_of(symbol: str) -> Callable[[SseFrame], bool]:
+    return lambda f: f.event == "quote" and f.data["symbol"] == symbol
+
+
+@contextlib.asynccontextmanager
+async def open_sse(
+    service: RunningService, params: dict[str, str] | None = None, *, auth: bool = True
+) -> AsyncIterator[aiohttp.ClientResponse]:
+    """Open the SSE endpoint; leaving the block drops the connection, as a browser closing the page does."""
+    headers = service.auth if auth else {}
+    response = await service.http.get(service.url("/api/v1/streaming/quotes"), params=params, headers=headers)
+    try:
+        yield response
+    finally:
+        response.close()  # release() would read the never-ending body to reuse the connection
+
+
+async def open_ws(service: RunningService, **kwargs) -> aiohttp.ClientWebSocketResponse:
+    headers = {**service.auth, **kwargs.pop("headers", {})}
+    return await service.http.ws_connect(service.url("/ws/quotes"), headers=headers, **kwargs)
+
+
+async def ws_next(ws: aiohttp.ClientWebSocketResponse, wanted: Callable[[dict], bool]) -> dict:
+    """Return the first JSON frame the predicate accepts (quotes and status frames may come in between)."""
+    async with asyncio.timeout(WAIT):
+        while True:
+            message = await ws.receive()
+            assert message.type is aiohttp.WSMsgType.TEXT, message
+            frame = json.loads(message.data)
+            if wanted(frame):
+                return frame
+
+
+def of_type(kind: str, **fields: object) -> Callable[[dict], bool]:
+    return lambda f: f["type"] == kind and all(f.get(k) == v for k, v in fields.items())
+
+
+async def wait_until(condition: Callable[[], bool]) -> None:
+    """Poll a condition of the running service, bounded by WAIT."""
+    async with asyncio.timeout(WAIT):
+        while not condition():  # noqa: ASYNC110 - the hub has no event for refcount changes
+            await asyncio.sleep(0.01)
+
+
+# --- SSE -----------------------------------------------------------------------------------------------
+
+
+async def test_sse_streams_quotes_of_the_asked_symbols_with_retry_and_ids(start_service) -> None:
+    service = await start_service()
+    await service.login()
+    async with open_sse(service, {"symbols": "aapl,MSFT,ZZZZQ"}) as response:
+        assert response.status == 200
+        assert response.content_type == "text/event-stream"
+        reader = SseReader(response)
+        first = await reader.next()
+        assert first is not None and first.fields == {"retry": "3000"}
+        frames: list[SseFrame] = []
+        wanted = {("quote", "AAPL"), ("quote", "MSFT"), ("error", "ZZZZQ")}
+        while not wanted <= {(f.event, f.data.get("symbol")) for f in frames if f.event}:
+            frame = await reader.next()
+            assert frame is not None
+            frames.append(frame)
+
+    events = [f for f in frames if f.event]
+    ids = [int(f.fields["id"]) for f in events]
+    assert ids == list(range(1, len(events) + 1)), "ids count up per connection from 1"
+    assert events[0].event == "status" and events[0].data["state"] in {"idle", "connecting", "connected"}
+    aapl = next(f.data for f in events if f.event == "quote" and f.data["symbol"] == "AAPL")
+    assert aapl["last"] > 0 and aapl["bid"] <= aapl["ask"]
+    error = next(f.data for f in events if f.event == "error")
+    assert error["code"] == "SYMBOL_UNAVAILABLE" and error["symbol"] == "ZZZZQ" and error["message"]
+
+
+async def test_sse_subscription_before_login_streams_after_login(start_service) -> None:
+    service = await start_service()
+    async with open_sse(service, {"symbols": "AAPL"}) as response:
+        reader = SseReader(response)
+        await reader.next()  # retry
+        status = await reader.next()
+        assert status is not None and status.event == "status"
+        assert status.data["state"] == "waiting_for_session"
+        heartbeat = await reader.until(lambda f: "heartbeat" in f.comments)
+        assert not any(f.event == "quote" for f in heartbeat), "no quotes before login"
+
+        await service.login()
+        frames = await reader.until(quote_of("AAPL"))
+    states = [f.data["state"] for f in frames if f.event == "status"]
+    assert states and states[-1] == "connected"
+
+
+async def test_sse_without_symbols_follows_the_shared_set(start_service) -> None:
+    service = await start_service()
+    await service.login()
+    status, _ = await service.call("POST", "/api/v1/streaming/subscribe", json={"symbols": ["AAPL"]})
+    assert status == 200
+    async with open_sse(service) as response:
+        reader = SseReader(response)
+        await reader.until(quote_of("AAPL"))
+        status, _ = await service.call("POST", "/api/v1/streaming/subscribe", json={"symbols": ["MSFT"]})
+        assert status == 200
+        await reader.until(quote_of("MSFT"))
+        _, subs = await service.call("GET", "/api/v1/streaming/subscriptions")
+        msft = next(s for s in subs["data"] if s["symbol"] == "MSFT")
+        assert msft["refcount"] == 2 and msft["kinds"] == ["shared", "sse"]
+
+
+async def test_sse_accepts_the_api_key_in_the_query_and_only_there(start_service) -> None:
+    service = await start_service()
+    async with open_sse(service, {"symbols": "AAPL", "api_key": TEST_API_KEY}, auth=False) as response:
+        assert response.status == 200 and response.content_type == "text/event-stream"
+        first = await SseReader(response).next()
+        assert first is not None and first.fields == {"retry": "3000"}
+    async with open_sse(service, {"symbols": "AAPL", "api_key": "wrong-key"}, auth=False) as response:
+        assert response.status == 403 and (await response.json())["error"]["code"] == "API_KEY_INVALID"
+    async with open_sse(service, {"symbols": "AAPL"}, auth=False) as response:
+        assert response.status == 403
+    # JSON endpoints keep requiring the header.
+    url = service.url("/api/v1/streaming/subscriptions")
+    async with service.http.get(url, params={"api_key": TEST_API_KEY}) as response:
+        assert response.status == 403
+
+
+async def test_sse_refuses_bad_symbol_lists_before_streaming(start_service) -> None:
+    service = await start_service()
+    too_many = ",".join(f"S{i}" for i in range(201))
+    for params, field_name in (({"symbols": too_many}, "symbols"), ({"symbols": "AA PL"}, "symbols.0")):
+        async with open_sse(service, params) as response:
+            assert response.status == 422
+            body = await response.json()
+            assert body["error"]["code"] == "VALIDATION_ERROR"
+            assert [d["field"] for d in body["error"]["details"]] == [field_name]
+    async with open_sse(service, {"symbol": "AAPL"}) as response:
+        assert response.status == 422, "a misspelt parameter is refused, not ignored"
+
+
+# --- WebSocket -------------------------------------------------------------------------------------------
+
+
+async def test_ws_subscribe_is_acknowledged_then_quotes_flow(start_service) -> None:
+    service = await start_service()
+    await service.login()
+    ws = await open_ws(service)
+    try:
+        await ws.send_json({"action": "subscribe", "symbols": ["aapl", "ZZZZQ"]})
+        ack = await ws_next(ws, of_type("ack"))
+        assert ack == {
+            "type": "ack",
+            "action": "subscribe",
+            "symbols": ["AAPL", "ZZZZQ"],
+            "subscribed": ["AAPL", "ZZZZQ"],
+        }
+        seen: dict[tuple[str, str], dict] = {}
+        while len(seen) < 2:  # the quote and the refusal, in either order
+            frame = await ws_next(ws, lambda f: f["type"] in {"quote", "error"})
+            seen[frame["type"], frame["symbol"]] = frame
+        quote, error = seen["quote", "AAPL"], seen["error", "ZZZZQ"]
+        assert quote["last"] > 0 and {"bid", "ask", "time"} <= set(quote)
+        assert error["code"] == "SYMBOL_UNAVAILABLE" and error["message"]
+
+        await ws.send_json({"action": "unsubscribe", "symbols": ["ZZZZQ", "MSFT"]})
+        ack = await ws_next(ws, of_type("ack"))
+        assert ack["action"] == "unsubscribe" and ack["symbols"] == ["ZZZZQ"] and ack["subscribed"] == ["AAPL"]
+    finally:
+        await ws.close()
+
+
+async def test_ws_bad_frames_get_error_frames_and_the_connection_stays_usable(start_service) -> None:
+    service = await start_service()
+    ws = await open_ws(service)
+    try:
+        await ws.send_str("{not json")
+        error = await ws_next(ws, of_type("error"))
+        assert error["code"] == "MALFORMED_REQUEST"
+
+        await ws.send_json({"action": "dance", "symbols": ["AAPL"]})
+        error = await ws_next(ws, of_type("error"))
+        assert error["code"] == "VALIDATION_ERROR" and error["details"][0]["field"] == "action"
+
+        await ws.send_json({"action": "subscribe", "symbols": ["AA PL"]})
+        error = await ws_next(ws, of_type("error"))
+        assert error["code"] == "VALIDATION_ERROR" and error["details"][0]["field"] == "symbols.0"
+
+        await ws.send_json({"action": "subscribe", "symbols": []})
+        assert (await ws_next(ws, of_type("error")))["code"] == "VALIDATION_ERROR"
+
+        await ws.send_json({"action": "ping"})
+        assert await ws_next(ws, lambda f: f["type"] != "status") == {"type": "pong"}
+        assert not ws.closed
+        assert service.context.quotes.subscriptions() == [], "nothing bad was subscribed"
+    finally:
+        await ws.close()
+
+
+async def test_ws_subscription_before_login_streams_after_login(start_service) -> None:
+    service = await start_service()
+    ws = await open_ws(service)
+    try:
+        status = await ws_next(ws, of_type("status"))
+        assert status["state"] == "waiting_for_session"
+        await ws.send_json({"action": "subscribe", "symbols": ["MSFT"]})
+        await ws_next(ws, of_type("ack"))
+        await service.login()
+        quote = await ws_next(ws, of_type("quote"))
+        assert quote["symbol"] == "MSFT"
+    finally:
+        await ws.close()
+
+
+async def test_ws_handshake_from_a_foreign_origin_is_refused(start_service) -> None:
+    service = await start_service()
+    with pytest.raises(aiohttp.WSServerHandshakeError) as refused:
+        await open_ws(service, headers={"Origin": "http://evil.example"})
+    assert refused.value.status == 403
+    ws = await open_ws(service, headers={"Origin": service.base_url})
+    await ws.close()
+    status, body = await service.call("GET", "/ws/quotes")
+    assert status == 400 and body["error"]["code"] == "MALFORMED_REQUEST", "a plain GET is not a WebSocket"
+
+
+# --- REST control and status -------------------------------------------------------------------------------
+
+
+async def test_subscribe_unsubscribe_subscriptions_and_status_round_trip(start_service) -> None:
+    service = await start_service()
+    status, body = await service.call("POST", "/api/v1/streaming/subscribe", json={"symbols": ["AAPL", "msft"]})
+    assert status == 200
+    assert body["data"] == {"added": ["AAPL", "MSFT"], "already_held": [], "symbols": ["AAPL", "MSFT"]}
+    _, body = await service.call("POST", "/api/v1/streaming/subscribe", json={"symbols": ["AAPL", "NVDA"]})
+    assert body["data"] == {"added": ["NVDA"], "already_held": ["AAPL"], "symbols": ["AAPL", "MSFT", "NVDA"]}
+
+    ws = await open_ws(service)
+    try:
+        await ws.send_json({"action": "subscribe", "symbols": ["AAPL"]})
+        await ws_next(ws, of_type("ack"))
+        _, body = await service.call("GET", "/api/v1/streaming/subscriptions")
+        by_symbol = {s["symbol"]: s for s in body["data"]}
+        assert sorted(by_symbol) == ["AAPL", "MSFT", "NVDA"]
+        assert by_symbol["AAPL"]["refcount"] == 2 and by_symbol["AAPL"]["kinds"] == ["shared", "ws"]
+        assert by_symbol["MSFT"]["refcount"] == 1 and by_symbol["MSFT"]["kinds"] == ["shared"]
+        assert not by_symbol["AAPL"]["upstream"], "no session yet: queued, not subscribed upstream"
+
+        _, body = await service.call("GET", "/api/v1/streaming/status")
+        data = body["data"]
+        assert data["mdds"]["state"] == "waiting_for_session"
+        assert data["consumers"] == {"sse": 0, "ws": 1, "shared": 1}
+        assert data["beps"]["state"] == "disabled" and data["beps"]["reason"]
+    finally:
+        await ws.close()
+
+    _, body = await service.call("POST", "/api/v1/streaming/unsubscribe", json={"symbols": ["MSFT", "TSLA"]})
+    assert body["data"] == {"removed": ["MSFT"], "not_held": ["TSLA"], "symbols": ["AAPL", "NVDA"]}
+    _, body = await service.call("GET", "/api/v1/streaming/subscriptions")
+    msft = next(s for s in body["data"] if s["symbol"] == "MSFT")
+    assert msft["refcount"] == 0 and msft["unsubscribe_in_seconds"] > 0, "the upstream unsubscribe is delayed"
+
+    for bad in ({"symbols": []}, {"symbols": "AAPL"}, {"symbols": [f"S{i}" for i in range(201)]}):
+        status, body = await service.call("POST", "/api/v1/streaming/subscribe", json=bad)
+        assert status == 422 and body["error"]["code"] == "VALIDATION_ERROR"
+
+
+async def test_after_clients_disconnect_every_refcount_returns_to_zero(start_service) -> None:
+    service = await start_service()
+    await service.login()
+    hub = service.context.quotes
+    ws = await open_ws(service)
+    await ws.send_json({"action": "subscribe", "symbols": ["AAPL", "NVDA"]})
+    await ws_next(ws, of_type("quote"))
+    response = await service.http.get(
+        service.url("/api/v1/streaming/quotes"), params={"symbols": "AAPL,MSFT"}, headers=service.auth
+    )
+    await SseReader(response).until(quote_of("MSFT"))
+    assert {s.symbol: s.refcount for s in hub.subscriptions()} == {"AAPL": 2, "MSFT": 1, "NVDA": 1}
+
+    await ws.close()
+    response.close()
+    await wait_until(lambda: all(s.refcount == 0 for s in hub.subscriptions()))
+    await wait_until(lambda: hub.status().consumers_by_kind == {"sse": 0, "ws": 0, "shared": 0})
+
+
+# --- shutdown ------------------------------------------------------------------------------------------------
+
+
+async def test_shutdown_with_an_open_sse_stream_and_websocket_is_prompt(start_service) -> None:
+    service = await start_service()
+    await service.login()
+    response = await service.http.get(
+        service.url("/api/v1/streaming/quotes"), params={"symbols": "AAPL"}, headers=service.auth
+    )
+    reader = SseReader(response)
+    await reader.until(quote_of("AAPL"))
+    ws = await open_ws(service)
+    await ws_next(ws, of_type("status"))
+
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    await service.runtime.stop()
+    assert loop.time() - started < 2.0
+
+    closing = await asyncio.wait_for(ws.receive(), WAIT)
+    assert closing.type is aiohttp.WSMsgType.CLOSE and closing.data == aiohttp.WSCloseCode.GOING_AWAY
+    while (frame := await reader.next()) is not None:
+        assert frame.event != "error", frame
+    response.close()
+
+
+async def test_the_streams_are_documented_with_their_frames(start_service) -> None:
+    service = await start_service()
+    async with service.http.get(service.url("/docs/openapi.json")) as response:
+        spec = await response.json()
+    sse = spec["paths"]["/api/v1/streaming/quotes"]["get"]
+    assert "text/event-stream" in sse["responses"]["200"]["content"]
+    assert "event: quote" in sse["responses"]["200"]["description"]
+    assert {p["name"] for p in sse["parameters"]} == {"symbols", "api_key"}
+    ws = spec["paths"]["/ws/quotes"]["get"]
+    assert '"type": "pong"' in ws["responses"]["101"]["description"]
+    for path in ("/streaming/subscribe", "/streaming/unsubscribe", "/streaming/subscriptions", "/streaming/status"):
+        assert f"/api/v1{path}" in spec["paths"]
