@@ -34,6 +34,7 @@ from ftdesk.service.server import PortInUseError, ServiceServer
 from ftdesk.service.session import SessionManager
 from ftdesk.service.streams import StreamRegistry
 from ftdesk.service.webapp import create_web_app
+from ftdesk.streaming.events import AccountEventHub
 from ftdesk.streaming.hub import QuoteHub
 
 log = logging.getLogger("ftdesk")
@@ -96,6 +97,7 @@ class ServiceRuntime:
         self.session: SessionManager | None = None
         self.orders: OrderDesk | None = None
         self.quotes: QuoteHub | None = None
+        self.events: AccountEventHub | None = None
 
     async def start(self) -> None:
         """Load the API key, start the broker, build the app and bind the port (``PortInUseError`` if taken)."""
@@ -136,6 +138,12 @@ class ServiceRuntime:
         quotes.set_session_active(session.state is SessionState.LOGGED_IN)
         session.add_listener(lambda state: quotes.set_session_active(state is SessionState.LOGGED_IN))
         self.quotes = quotes
+        # One upstream account-event connection, likewise open while logged in (when the feed can run).
+        events = AccountEventHub(self.broker.account_events, self.clock, backoff=settings.stream_backoff)
+        await events.start()
+        events.set_session_active(session.state is SessionState.LOGGED_IN)
+        session.add_listener(lambda state: events.set_session_active(state is SessionState.LOGGED_IN))
+        self.events = events
         self.context = ServiceContext(
             settings=settings,
             api_key=api_key,
@@ -150,12 +158,14 @@ class ServiceRuntime:
             started_monotonic=self.clock.monotonic(),
             orders=orders,
             quotes=quotes,
+            events=events,
         )
         app = create_web_app(self.context, route_tables() + self._extra_tables)
         server = ServiceServer(app, settings.host, settings.port)
         try:
             await server.start()
         except BaseException:
+            await events.close()
             await quotes.close()
             await session.close()
             await self.broker.close()
@@ -174,9 +184,11 @@ class ServiceRuntime:
 
     async def stop(self) -> None:
         """Close streams, stop the server and release everything; idempotent."""
-        # The hub first: its consumers end, so the SSE and WebSocket handlers finish on their own.
+        # The hubs first: their consumers end, so the SSE and WebSocket handlers finish on their own.
         if self.quotes is not None:
             await self.quotes.close()
+        if self.events is not None:
+            await self.events.close()
         if self.server is not None:
             server, self.server = self.server, None
             await server.stop()

@@ -16,6 +16,7 @@ from ftdesk.service.orders_desk import OrderDesk
 from ftdesk.service.routing import Endpoint
 from ftdesk.service.session import SessionManager
 from ftdesk.service.streams import StreamRegistry
+from ftdesk.streaming.events import AccountEventHub
 from ftdesk.streaming.hub import QuoteHub
 
 
@@ -43,6 +44,7 @@ class ServiceContext:
     started_monotonic: float
     orders: OrderDesk
     quotes: QuoteHub
+    events: AccountEventHub
 
 
 CONTEXT = web.AppKey("ftdesk_context", ServiceContext)

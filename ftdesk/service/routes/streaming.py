@@ -1,8 +1,10 @@
-"""Streaming: real-time quotes over SSE and WebSocket, the shared REST subscription set, and the stream status.
+"""Streaming: real-time quotes over SSE and WebSocket, the shared REST subscription set, account events over
+SSE, and the stream status.
 
-Every stream is a consumer of the one ``QuoteHub`` (one upstream market-data connection for all). None of
-these endpoints needs a brokerage session: symbols asked for before login (or while the upstream is down)
-are queued by the hub and start flowing once the session exists. Long-lived handlers run inside
+Every quote stream is a consumer of the one ``QuoteHub`` (one upstream market-data connection for all), every
+account-event stream one of the ``AccountEventHub``. None of these endpoints needs a brokerage session:
+symbols asked for before login (or while the upstream is down) are queued by the hub and start flowing once
+the session exists, and an event stream opened before login gets the events after login. Long-lived handlers run inside
 ``StreamRegistry.track`` so that shutdown ends them at once instead of aiohttp waiting for them.
 """
 
@@ -21,6 +23,7 @@ from ftdesk.domain import errors as e
 from ftdesk.service.errors import spec_for
 from ftdesk.service.routes.common import Symbol, context
 from ftdesk.service.routing import BodyModel, Call, QueryModel, RouteTable, validate_model
+from ftdesk.streaming.events import EVENT_STATE_DESCRIPTIONS, AccountEventHub, EventConsumer, EventHubStatus
 from ftdesk.streaming.hub import QuoteConsumer, QuoteHub, normalize_symbols
 from ftdesk.streaming.models import (
     STATE_DESCRIPTIONS,
@@ -96,18 +99,11 @@ class UnsubscribeResult(BaseModel):
     symbols: list[str] = Field(description="The whole shared set afterwards.")
 
 
-class AccountEventsStatus(BaseModel):
-    """The account-event (BEPS) stream's state."""
-
-    state: Literal["disabled"] = Field(description="Always 'disabled' in this version.")
-    reason: str = Field(description="Why the stream is not running.")
-
-
 class StreamingStatus(BaseModel):
     """Both upstream streams and the open consumers."""
 
     mdds: QuoteHubStatus = Field(description="The shared upstream market-data (quote) connection.")
-    beps: AccountEventsStatus = Field(description="The upstream account-event stream.")
+    beps: EventHubStatus = Field(description="The upstream account-event (BEPS) connection and its SSE streams.")
     consumers: dict[str, int] = Field(
         description="Open quote consumers by kind: sse (SSE streams), ws (WebSockets), shared (the REST set)."
     )
@@ -329,6 +325,173 @@ async def stream_quotes(call: Call[None, QuoteStreamQuery]) -> web.StreamRespons
         consumer.close()
 
 
+# --- account events (SSE) ----------------------------------------------------------------------------
+
+LAST_EVENT_ID_HEADER = "Last-Event-ID"
+
+
+class EventStreamQuery(QueryModel):
+    """Where an account-event stream resumes."""
+
+    last_event_id: int | None = Field(
+        default=None,
+        ge=0,
+        description=(
+            "Resume after this event id: the buffered events after it come first. The `Last-Event-ID` header "
+            "(which EventSource sends by itself when it reconnects) takes precedence over this parameter."
+        ),
+    )
+
+
+class EventStreamState(BaseModel):
+    """The data of an account-event stream's ``status`` event."""
+
+    state: HubState
+    description: str
+    since: str
+    last_error: str | None
+    events_missed: bool = Field(
+        default=False,
+        description="True when events after the client's Last-Event-ID are no longer buffered (some were lost).",
+    )
+    message: str | None = Field(default=None, description="What happened, for missed events or a closed stream.")
+
+
+def event_stream_state(hub: AccountEventHub, *, missed: bool = False, message: str | None = None) -> EventStreamState:
+    """Return the event hub's connection state as status frames carry it."""
+    return EventStreamState(
+        state=hub.state,
+        description=EVENT_STATE_DESCRIPTIONS[hub.state],
+        since=hub.since.isoformat(),
+        last_error=hub.last_error,
+        events_missed=missed,
+        message=message,
+    )
+
+
+def _resume_id(call: Call[None, EventStreamQuery]) -> int | None:
+    """Return the id to resume after: the Last-Event-ID header, else the last_event_id query parameter."""
+    header = call.request.headers.get(LAST_EVENT_ID_HEADER)
+    if header is None or not header.strip():
+        return call.query.last_event_id
+    text = header.strip()
+    if not text.isdigit():
+        raise e.ValidationFailed.for_fields(
+            f"Invalid header: {LAST_EVENT_ID_HEADER} must be an event id (a non-negative integer), got {text!r}",
+            [(LAST_EVENT_ID_HEADER, "must be a non-negative integer")],
+            location="header",
+        )
+    return int(text)
+
+
+def _beps_frame(event_id: int, data: str) -> str:
+    return f"event: beps\ndata: {data}\nid: {event_id}\n\n"
+
+
+def _status_frame(state: EventStreamState) -> str:
+    # No id line: a status frame must not move the client's Last-Event-ID.
+    return f"event: status\ndata: {state.model_dump_json()}\n\n"
+
+
+async def _pump_events(
+    response: web.StreamResponse, consumer: EventConsumer, hub: AccountEventHub, *, missed: bool
+) -> None:
+    head = f"retry: {SSE_RETRY_MS}\n\n"
+    state = event_stream_state(hub)
+    head += _status_frame(state)
+    if missed:
+        head += _status_frame(
+            event_stream_state(
+                hub,
+                missed=True,
+                message="Some events after your Last-Event-ID are no longer buffered; every buffered event follows",
+            )
+        )
+    await response.write(head.encode("utf-8"))
+    while True:
+        try:
+            batch = await consumer.get(timeout=HEARTBEAT_SECONDS)
+        except ConsumerClosed as closed:
+            # Overflow or shutdown: say why before the stream ends (the client may already be gone).
+            with contextlib.suppress(ConnectionError, RuntimeError):
+                await response.write(_status_frame(event_stream_state(hub, message=closed.reason)).encode("utf-8"))
+            return
+        frames = ""
+        if hub.state is not state.state:
+            state = event_stream_state(hub)
+            frames += _status_frame(state)
+        if batch:
+            frames += "".join(
+                _beps_frame(item.id, item.event.model_dump_json(include={"event_type", "category", "desc", "time"}))
+                for item in batch
+            )
+        else:
+            frames += ": heartbeat\n\n"
+        await response.write(frames.encode("utf-8"))
+
+
+EVENTS_SSE_DESCRIPTION = f"""\
+A `text/event-stream`. The first line is `retry: {SSE_RETRY_MS}`. Frames:
+
+- `event: beps`: `data` is `{{"event_type", "category", "desc", "time"}}` (for example `MFCEX`, `order`,
+  `{{"acct_num", "conf_num", "symbol", "qty", "price", ...}}`); `id:` is the event id, an integer that increases
+  by one per event and starts at 1 when the service starts.
+- `event: status` (no `id:` line, so it never moves Last-Event-ID): `data` is `{{"state", "description", "since",
+  "last_error", "events_missed", "message"}}`. Sent first, whenever the upstream state changed (within
+  {HEARTBEAT_SECONDS:g} s), with `events_missed: true` when a resume could not be complete, and with a
+  `message` just before the server ends the stream (client too slow, or the service stopping).
+- `: heartbeat` (a comment) after {HEARTBEAT_SECONDS:g} s without an event.
+"""
+
+
+@routes.get(
+    "/streaming/events",
+    summary="Stream account events (SSE)",
+    query=EventStreamQuery,
+    kind="sse",
+    query_api_key=True,
+    errors=(e.StreamingUnavailable,),
+    extra_openapi={
+        "responses": {
+            "200": {
+                "description": EVENTS_SSE_DESCRIPTION,
+                "content": {"text/event-stream": {"schema": {"type": "string"}}},
+            }
+        }
+    },
+)
+async def stream_events(call: Call[None, EventStreamQuery]) -> web.StreamResponse:
+    """Stream account events (fills, cancels, position and balance changes, price alerts) as Server-Sent Events.
+
+    Events flow while a brokerage session exists; no session is needed to connect (the stream then sends its
+    status and heartbeats until login). The service keeps the last 1000 events: reconnect with the
+    `Last-Event-ID` header (EventSource does this by itself) or `last_event_id` to get the events after that id
+    first. When some of them are no longer kept (or the id is from before a service restart) a `status` frame
+    with `events_missed: true` comes first, then every kept event. A client that lets 1000 events pile up
+    unread is sent a `status` frame saying so and disconnected; it resumes with its last id.
+
+    Fails with STREAMING_UNAVAILABLE (503) when the account-event feed is not configured (Fidelity without the
+    FTSERVICE_BEPS_* settings); the paper broker always has it.
+    """
+    ctx = context(call)
+    hub = ctx.events
+    resume_after = _resume_id(call)
+    # Refused (503, as a JSON envelope) before the response starts when the feed cannot run or is shut down.
+    consumer, replay = hub.open_consumer(resume_after)
+    try:
+        response = web.StreamResponse(headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+        response.content_type = "text/event-stream"
+        response.charset = "utf-8"
+        with ctx.streams.track(response):
+            await response.prepare(call.request)
+            # A client that went away shows up as a failed write (an event or the next heartbeat).
+            with contextlib.suppress(ConnectionResetError):
+                await _pump_events(response, consumer, hub, missed=replay.missed)
+        return response
+    finally:
+        consumer.close()
+
+
 # --- WebSocket -------------------------------------------------------------------------------------
 
 
@@ -517,13 +680,9 @@ async def subscriptions(call: Call[None, None]) -> list[SymbolSubscription]:
 async def streaming_status(call: Call[None, None]) -> StreamingStatus:
     """Report the upstream quote connection (MDDS), the account-event stream (BEPS) and the open consumers.
 
-    The account-event stream is not part of this version: `beps.state` is always `disabled`.
+    `beps.state` is `disabled` with `beps.unavailable_reason` set when the account-event feed is not
+    configured (Fidelity without the FTSERVICE_BEPS_* settings).
     """
-    status = context(call).quotes.status()
-    return StreamingStatus(
-        mdds=status,
-        beps=AccountEventsStatus(
-            state="disabled", reason="Account event streaming (GET /streaming/events) is not available in this version"
-        ),
-        consumers=status.consumers_by_kind,
-    )
+    ctx = context(call)
+    status = ctx.quotes.status()
+    return StreamingStatus(mdds=status, beps=ctx.events.status(), consumers=status.consumers_by_kind)

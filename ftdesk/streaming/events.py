@@ -1,0 +1,445 @@
+"""The account-event hub: one upstream account-event connection, numbered events, replay and fan-out.
+
+While a brokerage session exists the hub keeps one connection of the ``AccountEventFeed`` open (BEPS for
+Fidelity, the ledger's event bus for paper), whether or not anyone reads: the replay buffer then holds what
+happened while a client was away. Each event gets the next integer id (1, 2, ... per process) and joins a
+ring buffer of the last ``buffer_size`` events, so a client reconnecting with ``Last-Event-ID`` gets what
+it missed first. After a failure the connection is reopened after the next backoff delay (the last delay
+repeats); the sequence starts again after a connection that stayed open ``stable_after`` seconds. Logout
+closes the connection, login opens a new one. Every delay uses the injected clock.
+
+Consumers read a bounded FIFO: events are never conflated or dropped. The read loop never awaits a
+consumer; one that lets ``consumer_queue`` events pile up is closed with a reason saying so (it keeps the
+events already queued, then ``get()`` raises ``ConsumerClosed``), and can resume with its last id.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import logging
+from collections import deque
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from pydantic import BaseModel, Field
+
+from ftdesk.brokers.base import AccountEventConnection, AccountEventFeed
+from ftdesk.domain.clock import Clock
+from ftdesk.domain.errors import StreamingUnavailable
+from ftdesk.domain.events import AccountEvent
+from ftdesk.streaming.hub import describe
+from ftdesk.streaming.models import ConsumerClosed, HubState
+from ftdesk.streaming.timing import wait_event_until
+
+log = logging.getLogger(__name__)
+
+HUB_CLOSED_REASON = "The account-event stream is shutting down"
+CONSUMER_CLOSED_REASON = "The account-event consumer was closed"
+
+EVENT_STATE_DESCRIPTIONS: dict[HubState, str] = {
+    HubState.DISABLED: "The account-event stream is not running (not configured, not started yet, or shut down).",
+    HubState.WAITING_FOR_SESSION: "No brokerage session: events flow after login.",
+    HubState.IDLE: "Logged in, but no upstream connection is wanted.",
+    HubState.CONNECTING: "Opening the upstream account-event connection.",
+    HubState.CONNECTED: "The upstream account-event connection is open.",
+    HubState.RECONNECTING: "The connection failed or dropped: waiting out the backoff or trying again.",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class NumberedEvent:
+    """An account event with the id the hub gave it (increasing, starting at 1 per process)."""
+
+    id: int
+    event: AccountEvent
+
+
+class EventConsumerStatus(BaseModel):
+    """One reader of the account-event stream."""
+
+    id: str = Field(description="Consumer id, e.g. events-2.")
+    pending: int = Field(description="Events queued for the consumer and not read yet.")
+    delivered: int = Field(description="Events the consumer has read.")
+
+
+class EventHubStatus(BaseModel):
+    """The account-event stream as GET /streaming/status reports it."""
+
+    state: HubState = Field(
+        description="; ".join(f"{state.value}: {text}" for state, text in EVENT_STATE_DESCRIPTIONS.items())
+    )
+    since: datetime = Field(description="When the stream entered this state (UTC).")
+    reconnect_count: int = Field(description="Connection attempts made after a failure or drop since start.")
+    last_event_at: datetime | None = Field(description="When the upstream last delivered an event.")
+    last_event_id: int = Field(description="Id of the newest event (0: none yet since the service started).")
+    last_error: str | None = Field(description="Why the last connection ended or could not be opened, if one did.")
+    buffered: int = Field(description="Events kept for replay to clients that reconnect with Last-Event-ID.")
+    consumers: list[EventConsumerStatus] = Field(description="Open account-event streams.")
+    unavailable_reason: str | None = Field(
+        description="Why the stream cannot run (e.g. missing FTSERVICE_BEPS_* settings); null when it can."
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Replay:
+    """What a new consumer gets first: the buffered events after its last id, and whether some were lost."""
+
+    events: list[NumberedEvent]
+    missed: bool
+
+
+class EventConsumer:
+    """One reader of the account-event stream (an SSE response): a bounded FIFO of numbered events."""
+
+    def __init__(self, hub: AccountEventHub, consumer_id: str, clock: Clock, capacity: int) -> None:
+        self.id = consumer_id
+        self._hub = hub
+        self._clock = clock
+        self._capacity = capacity
+        self._queue: deque[NumberedEvent] = deque()
+        self._wake = asyncio.Event()
+        self._closed_reason: str | None = None
+        self._delivered = 0
+
+    @property
+    def closed(self) -> bool:
+        """Return True once the consumer was closed (by its owner, by overflow or by the hub)."""
+        return self._closed_reason is not None
+
+    @property
+    def closed_reason(self) -> str | None:
+        """Return why the consumer was closed, or None while open."""
+        return self._closed_reason
+
+    @property
+    def pending_count(self) -> int:
+        """Return how many events wait to be read."""
+        return len(self._queue)
+
+    def close(self) -> None:
+        """Stop receiving events and end ``get()``; idempotent."""
+        self._shutdown(CONSUMER_CLOSED_REASON, keep_queued=False)
+
+    # The timeout runs on the injected clock (tests drive it), which asyncio.timeout() cannot do.
+    async def get(self, timeout: float | None = None) -> list[NumberedEvent]:  # noqa: ASYNC109
+        """Return every queued event, oldest first; ``[]`` after ``timeout`` seconds without one.
+
+        Raises ``ConsumerClosed`` (with the reason) once the consumer is closed and its queue is read.
+        """
+        deadline = None if timeout is None else self._clock.monotonic() + timeout
+        while True:
+            if self._queue:
+                batch = list(self._queue)
+                self._queue.clear()
+                self._delivered += len(batch)
+                return batch
+            if self._closed_reason is not None:
+                raise ConsumerClosed(self._closed_reason)
+            if deadline is not None and self._clock.monotonic() >= deadline:
+                return []
+            self._wake.clear()
+            await wait_event_until(self._clock, self._wake, deadline)
+
+    def status(self) -> EventConsumerStatus:
+        """Return this consumer's counters."""
+        return EventConsumerStatus(id=self.id, pending=len(self._queue), delivered=self._delivered)
+
+    # --- called by the hub ----------------------------------------------------------------------
+
+    def _prefill(self, events: Iterable[NumberedEvent]) -> None:
+        self._queue.extend(events)
+        # The replay may be as long as the whole buffer; the limit is for live events on top of it.
+        self._capacity += len(self._queue)
+
+    def _offer(self, item: NumberedEvent) -> bool:
+        """Queue an event; return False (and close the consumer with a reason) when the queue is full."""
+        if self._closed_reason is not None:
+            return False
+        if len(self._queue) >= self._capacity:
+            last = self._queue[-1].id if self._queue else item.id - 1
+            # What is queued is still delivered; the stream then ends, saying where to resume from.
+            self._shutdown(
+                f"The client fell {len(self._queue)} events behind (limit {self._capacity}); the stream was "
+                f"closed after event {last}: reconnect with Last-Event-ID {last} to get the rest",
+                keep_queued=True,
+            )
+            return False
+        self._queue.append(item)
+        self._wake.set()
+        return True
+
+    def _shutdown(self, reason: str, *, keep_queued: bool) -> None:
+        if self._closed_reason is not None:
+            return
+        self._hub._forget_consumer(self)
+        self._closed_reason = reason
+        if not keep_queued:
+            self._queue.clear()
+        self._wake.set()
+
+
+class AccountEventHub:
+    """Shares one upstream account-event connection among many consumers (see the module docstring)."""
+
+    def __init__(
+        self,
+        feed: AccountEventFeed,
+        clock: Clock,
+        *,
+        backoff: Iterable[float],
+        buffer_size: int = 1000,
+        consumer_queue: int = 1000,
+        stable_after: float = 10.0,
+    ) -> None:
+        delays = tuple(float(d) for d in backoff)
+        if not delays or any(d <= 0 for d in delays):
+            raise ValueError(f"backoff must be a non-empty sequence of positive seconds, got {delays}")
+        if buffer_size < 0:
+            raise ValueError(f"buffer_size must not be negative, got {buffer_size}")
+        if consumer_queue < 1:
+            raise ValueError(f"consumer_queue must be >= 1, got {consumer_queue}")
+        if stable_after < 0:
+            raise ValueError(f"stable_after must not be negative, got {stable_after}")
+        self._feed = feed
+        self._clock = clock
+        self._backoff = delays
+        self._consumer_queue = consumer_queue
+        self._stable_after = float(stable_after)
+
+        self._buffer: deque[NumberedEvent] = deque(maxlen=buffer_size)
+        self._last_id = 0
+        self._consumers: dict[str, EventConsumer] = {}
+        self._consumer_ids = itertools.count(1)
+
+        self._session_active = False
+        self._session_epoch = 0
+        self._state = HubState.DISABLED
+        self._since = clock.now()
+        self._reconnect_count = 0
+        self._last_event_mono: float | None = None
+        self._last_error: str | None = None
+        self._started = False
+        self._closed = False
+        self._task: asyncio.Task[None] | None = None
+        self._supervisor_wake = asyncio.Event()
+        self._session_wake = asyncio.Event()
+
+    # --- lifecycle ------------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Start the connection supervisor; idempotent."""
+        if self._closed:
+            raise StreamingUnavailable("The account-event stream was shut down")
+        if self._started:
+            return
+        self._started = True
+        self._set_state(self._resting_state())
+        self._task = asyncio.create_task(self._supervise(), name="event-hub-supervisor")
+
+    async def close(self) -> None:
+        """Cancel the supervisor, close the upstream connection and every consumer; idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)  # the supervisor closes the connection
+        for consumer in list(self._consumers.values()):
+            consumer._shutdown(HUB_CLOSED_REASON, keep_queued=False)
+        self._set_state(HubState.DISABLED)
+
+    def set_session_active(self, active: bool) -> None:
+        """Say whether a brokerage session exists: logout closes the upstream, login reopens it."""
+        if active == self._session_active:
+            return
+        self._session_active = active
+        self._session_epoch += 1
+        self._supervisor_wake.set()
+        self._session_wake.set()
+
+    # --- consumers ------------------------------------------------------------------------------
+
+    def unavailable_reason(self) -> str | None:
+        """Return why the feed cannot run (missing configuration), or None."""
+        return self._feed.unavailable_reason()
+
+    def open_consumer(self, last_event_id: int | None = None) -> tuple[EventConsumer, Replay]:
+        """Open a consumer; with ``last_event_id`` it first gets the buffered events after that id.
+
+        The replay says ``missed`` when events after ``last_event_id`` are no longer buffered, or when the
+        id is newer than any event of this process (it came from an earlier run); then every buffered event
+        is replayed. Raise ``StreamingUnavailable`` when the feed cannot run or the hub was shut down.
+        """
+        if self._closed:
+            raise StreamingUnavailable("The account-event stream was shut down")
+        reason = self._feed.unavailable_reason()
+        if reason is not None:
+            raise StreamingUnavailable(reason)
+        replay = self._replay_after(last_event_id)
+        consumer = EventConsumer(self, f"events-{next(self._consumer_ids)}", self._clock, self._consumer_queue)
+        consumer._prefill(replay.events)
+        self._consumers[consumer.id] = consumer
+        return consumer, replay
+
+    def _replay_after(self, last_event_id: int | None) -> Replay:
+        if last_event_id is None:
+            return Replay([], missed=False)
+        oldest = self._buffer[0].id if self._buffer else self._last_id + 1
+        if last_event_id > self._last_id or last_event_id < oldest - 1:
+            return Replay(list(self._buffer), missed=True)
+        return Replay([item for item in self._buffer if item.id > last_event_id], missed=False)
+
+    def _forget_consumer(self, consumer: EventConsumer) -> None:
+        self._consumers.pop(consumer.id, None)
+
+    # --- observation ----------------------------------------------------------------------------
+
+    @property
+    def state(self) -> HubState:
+        """Return the connection state."""
+        return self._state
+
+    @property
+    def last_error(self) -> str | None:
+        """Return why the last connection ended or could not be opened, if one did."""
+        return self._last_error
+
+    @property
+    def since(self) -> datetime:
+        """Return when the hub entered its state."""
+        return self._since
+
+    @property
+    def last_event_id(self) -> int:
+        """Return the id of the newest event (0 before the first)."""
+        return self._last_id
+
+    def buffered(self) -> list[NumberedEvent]:
+        """Return the events kept for replay, oldest first."""
+        return list(self._buffer)
+
+    def status(self) -> EventHubStatus:
+        """Return the connection state, counters and per-consumer figures."""
+        return EventHubStatus(
+            state=self._state,
+            since=self._since,
+            reconnect_count=self._reconnect_count,
+            last_event_at=self._wall_time(self._last_event_mono),
+            last_event_id=self._last_id,
+            last_error=self._last_error,
+            buffered=len(self._buffer),
+            consumers=[consumer.status() for consumer in self._consumers.values()],
+            unavailable_reason=self._feed.unavailable_reason(),
+        )
+
+    # --- the connection -------------------------------------------------------------------------
+
+    def _wanted(self) -> bool:
+        return self._session_active and self._feed.unavailable_reason() is None
+
+    def _resting_state(self) -> HubState:
+        if self._feed.unavailable_reason() is not None:
+            return HubState.DISABLED
+        return HubState.WAITING_FOR_SESSION if not self._session_active else HubState.CONNECTING
+
+    async def _supervise(self) -> None:
+        failures = 0  # consecutive bad connections or refused connects: the index into the backoff
+        while True:
+            if not self._wanted():
+                self._set_state(self._resting_state())
+                failures = 0
+                self._supervisor_wake.clear()
+                await self._supervisor_wake.wait()
+                continue
+            epoch = self._session_epoch
+            if failures:
+                self._reconnect_count += 1
+            self._set_state(HubState.RECONNECTING if failures else HubState.CONNECTING)
+            try:
+                connection = await self._feed.connect()
+            except Exception as exc:  # every connect failure is retried after the backoff
+                self._note_failure(f"Could not open the account-event connection: {describe(exc)}")
+            else:
+                opened = self._clock.monotonic()
+                await self._serve(connection, epoch)
+                if self._clock.monotonic() - opened >= self._stable_after:
+                    failures = 0
+            if self._session_epoch != epoch or not self._wanted():
+                failures = 0  # logged out (or out and in): start afresh, no backoff
+                continue
+            failures += 1
+            self._set_state(HubState.RECONNECTING)
+            delay = self._backoff[min(failures, len(self._backoff)) - 1]
+            log.info("Reconnecting the account-event stream in %g s", delay)
+            deadline = self._clock.monotonic() + delay
+            # A login or logout ends the wait: the loop then starts afresh.
+            while self._clock.monotonic() < deadline and self._session_epoch == epoch:
+                self._supervisor_wake.clear()
+                await wait_event_until(self._clock, self._supervisor_wake, deadline)
+
+    async def _serve(self, connection: AccountEventConnection, epoch: int) -> None:
+        """Run one connection until it ends, fails or the session changes; then close it."""
+        self._set_state(HubState.CONNECTED)
+        log.info("Account-event stream connected")
+        reader = asyncio.create_task(self._read(connection), name="event-hub-reader")
+        session = asyncio.create_task(self._until_session_changes(epoch), name="event-hub-session")
+        tasks = (reader, session)
+        try:
+            await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            with contextlib.suppress(Exception):
+                await connection.close()
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+        if self._session_epoch != epoch:
+            log.info("Account-event stream closed: the brokerage session ended")
+        elif reader.done() and not reader.cancelled() and (exc := reader.exception()) is not None:
+            self._note_failure(f"The account-event connection failed: {describe(exc)}")
+        else:
+            self._note_failure("The upstream closed the account-event connection")
+
+    async def _read(self, connection: AccountEventConnection) -> None:
+        events = connection.events()
+        try:
+            async for event in events:
+                self._receive(event)
+        finally:
+            closer = getattr(events, "aclose", None)
+            if closer is not None:
+                await closer()
+
+    def _receive(self, event: AccountEvent) -> None:
+        """Number the event, buffer it and queue it for every consumer, never waiting on one."""
+        self._last_id += 1
+        item = NumberedEvent(self._last_id, event)
+        self._last_event_mono = self._clock.monotonic()
+        self._buffer.append(item)
+        for consumer in list(self._consumers.values()):
+            if not consumer._offer(item):
+                log.warning("Account-event consumer %s closed: %s", consumer.id, consumer.closed_reason)
+
+    async def _until_session_changes(self, epoch: int) -> None:
+        while self._session_epoch == epoch:
+            self._session_wake.clear()
+            await self._session_wake.wait()
+
+    # --- helpers --------------------------------------------------------------------------------
+
+    def _note_failure(self, reason: str) -> None:
+        self._last_error = reason
+        log.warning("Account-event stream: %s", reason)
+
+    def _set_state(self, state: HubState) -> None:
+        if state is not self._state:
+            self._state = state
+            self._since = self._clock.now()
+
+    def _wall_time(self, mono: float | None) -> datetime | None:
+        if mono is None:
+            return None
+        return self._clock.now() - timedelta(seconds=self._clock.monotonic() - mono)
