@@ -22,7 +22,7 @@ import logging
 from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 
 from pydantic import BaseModel, Field
 
@@ -30,8 +30,8 @@ from ftdesk.brokers.base import AccountEventConnection, AccountEventFeed
 from ftdesk.domain.clock import Clock
 from ftdesk.domain.errors import StreamingUnavailable
 from ftdesk.domain.events import AccountEvent
-from ftdesk.streaming.hub import describe
 from ftdesk.streaming.models import ConsumerClosed, HubState
+from ftdesk.streaming.supervisor import SupervisedStream, describe
 from ftdesk.streaming.timing import wait_event_until
 
 log = logging.getLogger(__name__)
@@ -181,7 +181,7 @@ class EventConsumer:
         self._wake.set()
 
 
-class AccountEventHub:
+class AccountEventHub(SupervisedStream[AccountEventConnection]):
     """Shares one upstream account-event connection among many consumers (see the module docstring)."""
 
     def __init__(
@@ -338,6 +338,11 @@ class AccountEventHub:
 
     # --- the connection -------------------------------------------------------------------------
 
+    _stream_name = "account-event"
+
+    def _connector(self) -> AccountEventFeed:
+        return self._feed
+
     def _wanted(self) -> bool:
         return self._session_active and self._feed.unavailable_reason() is None
 
@@ -345,41 +350,6 @@ class AccountEventHub:
         if self._feed.unavailable_reason() is not None:
             return HubState.DISABLED
         return HubState.WAITING_FOR_SESSION if not self._session_active else HubState.CONNECTING
-
-    async def _supervise(self) -> None:
-        failures = 0  # consecutive bad connections or refused connects: the index into the backoff
-        while True:
-            if not self._wanted():
-                self._set_state(self._resting_state())
-                failures = 0
-                self._supervisor_wake.clear()
-                await self._supervisor_wake.wait()
-                continue
-            epoch = self._session_epoch
-            if failures:
-                self._reconnect_count += 1
-            self._set_state(HubState.RECONNECTING if failures else HubState.CONNECTING)
-            try:
-                connection = await self._feed.connect()
-            except Exception as exc:  # every connect failure is retried after the backoff
-                self._note_failure(f"Could not open the account-event connection: {describe(exc)}")
-            else:
-                opened = self._clock.monotonic()
-                await self._serve(connection, epoch)
-                if self._clock.monotonic() - opened >= self._stable_after:
-                    failures = 0
-            if self._session_epoch != epoch or not self._wanted():
-                failures = 0  # logged out (or out and in): start afresh, no backoff
-                continue
-            failures += 1
-            self._set_state(HubState.RECONNECTING)
-            delay = self._backoff[min(failures, len(self._backoff)) - 1]
-            log.info("Reconnecting the account-event stream in %g s", delay)
-            deadline = self._clock.monotonic() + delay
-            # A login or logout ends the wait: the loop then starts afresh.
-            while self._clock.monotonic() < deadline and self._session_epoch == epoch:
-                self._supervisor_wake.clear()
-                await wait_event_until(self._clock, self._supervisor_wake, deadline)
 
     async def _serve(self, connection: AccountEventConnection, epoch: int) -> None:
         """Run one connection until it ends, fails or the session changes; then close it."""
@@ -422,24 +392,3 @@ class AccountEventHub:
         for consumer in list(self._consumers.values()):
             if not consumer._offer(item):
                 log.warning("Account-event consumer %s closed: %s", consumer.id, consumer.closed_reason)
-
-    async def _until_session_changes(self, epoch: int) -> None:
-        while self._session_epoch == epoch:
-            self._session_wake.clear()
-            await self._session_wake.wait()
-
-    # --- helpers --------------------------------------------------------------------------------
-
-    def _note_failure(self, reason: str) -> None:
-        self._last_error = reason
-        log.warning("Account-event stream: %s", reason)
-
-    def _set_state(self, state: HubState) -> None:
-        if state is not self._state:
-            self._state = state
-            self._since = self._clock.now()
-
-    def _wall_time(self, mono: float | None) -> datetime | None:
-        if mono is None:
-            return None
-        return self._clock.now() - timedelta(seconds=self._clock.monotonic() - mono)

@@ -28,7 +28,6 @@ import contextlib
 import itertools
 import logging
 from collections.abc import Iterable
-from datetime import datetime, timedelta
 
 from ftdesk.brokers.base import QuoteConnection, QuoteFeed, QuoteFeedMessage, SymbolError
 from ftdesk.domain.clock import Clock
@@ -45,6 +44,7 @@ from ftdesk.streaming.models import (
     QuoteItem,
     SymbolSubscription,
 )
+from ftdesk.streaming.supervisor import SupervisedStream, describe
 from ftdesk.streaming.timing import sleep_until, wait_event_until
 
 log = logging.getLogger(__name__)
@@ -58,12 +58,6 @@ def normalize_symbols(symbols: Iterable[str]) -> list[str]:
     if isinstance(symbols, str):  # a bare "AAPL" would otherwise be read as ["A", "A", "P", "L"]
         raise TypeError("Pass a list of symbols, not a single string")
     return list(dict.fromkeys(cleaned for cleaned in (s.strip().upper() for s in symbols) if cleaned))
-
-
-def describe(exc: BaseException) -> str:
-    """Return an exception as one line a trader can read in the status page."""
-    text = getattr(exc, "message", None) or str(exc)
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
 def _failure_of(task: asyncio.Task[None]) -> BaseException | None:
@@ -160,7 +154,7 @@ class QuoteConsumer:
         self._wake.set()
 
 
-class QuoteHub:
+class QuoteHub(SupervisedStream[QuoteConnection]):
     """Shares one upstream quote connection among many consumers (see the module docstring)."""
 
     def __init__(
@@ -384,6 +378,11 @@ class QuoteHub:
 
     # --- the connection -------------------------------------------------------------------------
 
+    _stream_name = "market-data"
+
+    def _connector(self) -> QuoteFeed:
+        return self._feed
+
     def _wanted(self) -> bool:
         return self._session_active and any(self._holders.values())
 
@@ -391,44 +390,6 @@ class QuoteHub:
         if not self._session_active:
             return HubState.WAITING_FOR_SESSION
         return HubState.CONNECTING if self._wanted() else HubState.IDLE
-
-    async def _supervise(self) -> None:
-        failures = 0  # consecutive bad connections or refused connects: the index into the backoff
-        while True:
-            if not self._wanted():
-                self._set_state(self._resting_state())
-                failures = 0
-                self._supervisor_wake.clear()
-                await self._supervisor_wake.wait()
-                continue
-            epoch = self._session_epoch
-            if failures:
-                self._reconnect_count += 1
-            self._set_state(HubState.RECONNECTING if failures else HubState.CONNECTING)
-            try:
-                connection = await self._feed.connect()
-            except Exception as exc:  # every connect failure is retried after the backoff
-                self._note_failure(f"Could not open the market-data connection: {describe(exc)}")
-            else:
-                opened = self._clock.monotonic()
-                await self._serve(connection, epoch)
-                if self._clock.monotonic() - opened >= self._stable_after:
-                    failures = 0
-            if self._session_epoch != epoch or not self._wanted():
-                # Logged out (or out and in), or nothing is wanted any more: start afresh, no backoff.
-                failures = 0
-                continue
-            failures += 1
-            self._set_state(HubState.RECONNECTING)
-            delay = self._backoff[min(failures, len(self._backoff)) - 1]
-            log.info("Reconnecting the market-data stream in %g s", delay)
-            await self._back_off(self._clock.monotonic() + delay, epoch)
-
-    async def _back_off(self, deadline: float, epoch: int) -> None:
-        # A login or logout ends the wait: the supervisor then starts afresh.
-        while self._clock.monotonic() < deadline and self._session_epoch == epoch:
-            self._supervisor_wake.clear()
-            await wait_event_until(self._clock, self._supervisor_wake, deadline)
 
     async def _serve(self, connection: QuoteConnection, epoch: int) -> None:
         """Run one connection until it fails, goes silent or the session changes; then close it."""
@@ -530,24 +491,3 @@ class QuoteHub:
             if self._clock.monotonic() >= deadline:
                 return
             await sleep_until(self._clock, deadline)
-
-    async def _until_session_changes(self, epoch: int) -> None:
-        while self._session_epoch == epoch:
-            self._session_wake.clear()
-            await self._session_wake.wait()
-
-    # --- helpers --------------------------------------------------------------------------------
-
-    def _note_failure(self, reason: str) -> None:
-        self._last_error = reason
-        log.warning("Market-data stream: %s", reason)
-
-    def _set_state(self, state: HubState) -> None:
-        if state is not self._state:
-            self._state = state
-            self._since = self._clock.now()
-
-    def _wall_time(self, mono: float | None) -> datetime | None:
-        if mono is None:
-            return None
-        return self._clock.now() - timedelta(seconds=self._clock.monotonic() - mono)
