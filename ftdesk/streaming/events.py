@@ -31,7 +31,7 @@ from ftdesk.domain.clock import Clock
 from ftdesk.domain.errors import StreamingUnavailable
 from ftdesk.domain.events import AccountEvent
 from ftdesk.streaming.models import ConsumerClosed, HubState
-from ftdesk.streaming.supervisor import SupervisedStream, describe
+from ftdesk.streaming.supervisor import SupervisedStream, describe, drain
 from ftdesk.streaming.timing import wait_event_until
 
 log = logging.getLogger(__name__)
@@ -374,14 +374,7 @@ class AccountEventHub(SupervisedStream[AccountEventConnection]):
             self._note_failure("The upstream closed the account-event connection")
 
     async def _read(self, connection: AccountEventConnection) -> None:
-        events = connection.events()
-        try:
-            async for event in events:
-                self._receive(event)
-        finally:
-            closer = getattr(events, "aclose", None)
-            if closer is not None:
-                await closer()
+        await drain(connection.events(), self._receive)
 
     def _receive(self, event: AccountEvent) -> None:
         """Number the event, buffer it and queue it for every consumer, never waiting on one."""

@@ -44,7 +44,7 @@ from ftdesk.streaming.models import (
     QuoteItem,
     SymbolSubscription,
 )
-from ftdesk.streaming.supervisor import SupervisedStream, describe
+from ftdesk.streaming.supervisor import SupervisedStream, describe, drain
 from ftdesk.streaming.timing import sleep_until, wait_event_until
 
 log = logging.getLogger(__name__)
@@ -425,14 +425,7 @@ class QuoteHub(SupervisedStream[QuoteConnection]):
             self._note_failure("The upstream closed the market-data connection")
 
     async def _read(self, connection: QuoteConnection) -> None:
-        messages = connection.messages()
-        try:
-            async for message in messages:
-                self._receive(message)
-        finally:
-            closer = getattr(messages, "aclose", None)
-            if closer is not None:
-                await closer()
+        await drain(connection.messages(), self._receive)
 
     def _receive(self, message: QuoteFeedMessage) -> None:
         """Store a message as its symbol's latest item and hand it to each holder, never waiting on one."""

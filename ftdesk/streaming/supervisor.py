@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import AsyncIterator, Callable
 from datetime import datetime, timedelta
 from typing import Generic, Protocol, TypeVar
 
@@ -115,3 +116,17 @@ def describe(exc: BaseException) -> str:
     """Return an exception as one line a trader can read in the status page."""
     text = getattr(exc, "message", None) or str(exc)
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+ItemT = TypeVar("ItemT")
+
+
+async def drain(stream: AsyncIterator[ItemT], receive: Callable[[ItemT], None]) -> None:
+    """Hand every item of an upstream stream to ``receive`` until it ends, then close the stream."""
+    try:
+        async for item in stream:
+            receive(item)
+    finally:
+        closer = getattr(stream, "aclose", None)  # async generators hold resources until closed
+        if closer is not None:
+            await closer()
