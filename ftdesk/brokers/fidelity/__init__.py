@@ -1,1 +1,1 @@
-"""The Fidelity Trader+ upstream adapter (built in the Fidelity issue)."""
+"""The Fidelity Trader+ upstream adapter (``FTSERVICE_BROKER=fidelity``); see the upstream reference."""

@@ -1,0 +1,281 @@
+"""A fake MDDS server on a real loopback socket, speaking section 5 of the upstream reference.
+
+It checks the session cookie on upgrade, greets with a fresh ``SessionId``, answers ``subscribe`` with one
+``ResponseType "1"`` snapshot per known symbol (plus a ``.GK`` Greeks item for options when asked) and
+``"-1"``/``ErrorCode "18"`` for unknown ones, all under one 8-hex ``Request`` id per command, and accepts
+``unsubscribe`` by ``Request`` or by ``Symbol``. Tests push updates with ``publish()``, break the
+connection with ``kill()``, refuse upgrades with ``refuse()`` and mute it with ``silent``; they observe
+what each connection carries through ``sessions``.
+
+Served both at ``/`` and at ``/mdds-i-tc.fidelity.com/`` so it also works behind the upstream router.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import secrets
+import uuid
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from aiohttp import WSMsgType, web
+
+MDDS_HOST_PATH = "/mdds-i-tc.fidelity.com/"
+
+# The captured RKLB snapshot of the reference (5.4), field for field.
+RKLB_SNAPSHOT = {
+    "0": "success",
+    "1": "Rocket Lab",
+    "6": "RKLB",
+    "10": "RKLB",
+    "12": "-3.55",
+    "13": "-5.8264",
+    "14": "99.58",
+    "16": "14.71",
+    "18": "56.73",
+    "19": "200",
+    "20": "56.6",
+    "21": "100",
+    "23": "2969239",
+    "24": "2026-03-30",
+    "25": "USD",
+    "26": "61.64",
+    "27": "56.132",
+    "29": "57.38",
+    "31": "61.45",
+    "32": "60.93",
+    "33": "21933537",
+    "57": "34694009211.24",
+    "80": "ROCKET LAB CORP COM",
+    "100": "ARCX",
+    "124": "57.38",
+    "127": "Industrials",
+    "128": "EQ",
+    "129": "569407668",
+    "166": "23730952",
+    "169": "realtime",
+}
+
+
+def snapshot_fields(wire: str) -> dict[str, str]:
+    """Return a plausible, deterministic snapshot item for a symbol (the captured one for RKLB)."""
+    if wire == "RKLB":
+        return dict(RKLB_SNAPSHOT)
+    seed = int.from_bytes(hashlib.sha256(wire.encode()).digest()[:4], "big")
+    last = 20 + seed % 40000 / 100
+    prev = round(last * 1.01, 2)
+    return {
+        "0": "success",
+        "1": wire,
+        "6": wire,
+        "18": f"{last + 0.02:.2f}",
+        "19": "300",
+        "20": f"{last - 0.02:.2f}",
+        "21": "200",
+        "26": f"{last * 1.02:.2f}",
+        "27": f"{last * 0.98:.2f}",
+        "29": f"{last:.2f}",
+        "31": f"{prev:.2f}",
+        "32": f"{prev:.2f}",
+        "12": f"{last - prev:.2f}",
+        "13": f"{(last - prev) / prev * 100:.4f}",
+        "33": str(1_000_000 + seed % 1000),
+        "128": "OP" if wire.startswith("-") else "EQ",
+        "169": "realtime",
+    }
+
+
+def greeks_fields(wire: str) -> dict[str, str]:
+    """Return a Greeks item for an option (symbol with the ``.GK`` suffix)."""
+    return {
+        "0": "success",
+        "6": f"{wire}.GK",
+        "128": "OP",
+        "187": "0.0863",
+        "188": "0.12568",
+        "189": "0.00236",
+        "190": "-0.00033",
+        "191": "0.00083",
+        "195": "1.55945",
+        "196": "1.25337",
+        "290": "0.8291",
+    }
+
+
+@dataclass
+class FakeMddsSession:
+    """One accepted connection: what it was told and what it carries."""
+
+    session_id: str
+    ws: web.WebSocketResponse
+    requests: dict[str, list[str]] = field(default_factory=dict)  # Request id -> wire symbols
+    commands: list[dict[str, Any]] = field(default_factory=list)
+    closed: bool = False
+
+    @property
+    def subscribed(self) -> set[str]:
+        """Return the wire symbols this connection carries now."""
+        return {symbol for symbols in self.requests.values() for symbol in symbols}
+
+    def commands_named(self, name: str) -> list[dict[str, Any]]:
+        """Return the commands with this ``Command`` value, in arrival order."""
+        return [command for command in self.commands if command.get("Command") == name]
+
+
+class FakeMdds:
+    """The fake server (see the module docstring)."""
+
+    def __init__(
+        self,
+        *,
+        cookie: tuple[str, str] = ("ATC", "session-token"),
+        unknown: Iterable[str] = (),
+    ) -> None:
+        self.cookie = cookie
+        self.unknown = set(unknown)
+        self.silent = False
+        self.attempts = 0
+        self.sessions: list[FakeMddsSession] = []
+        self._refusals: list[int] = []
+        self._runner: web.AppRunner | None = None
+        self._port = 0
+
+    # --- lifecycle ------------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Listen on a free loopback port."""
+        app = web.Application()
+        app.router.add_get("/", self._handle)
+        app.router.add_get(MDDS_HOST_PATH, self._handle)
+        self._runner = web.AppRunner(app, shutdown_timeout=0.5)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        await site.start()
+        self._port = int(self._runner.addresses[0][1])
+
+    async def close(self) -> None:
+        """Close every connection and stop listening."""
+        await self.kill()
+        if self._runner is not None:
+            await self._runner.cleanup()
+
+    @property
+    def base_url(self) -> str:
+        """Return the http base URL (for the upstream router)."""
+        return f"http://127.0.0.1:{self._port}"
+
+    @property
+    def url(self) -> str:
+        """Return the ws URL of the data channel."""
+        return f"ws://127.0.0.1:{self._port}/?productid=atn"
+
+    # --- what tests do --------------------------------------------------------------------------
+
+    def refuse(self, count: int, status: int = 503) -> None:
+        """Answer the next ``count`` upgrades with this HTTP status instead of a WebSocket."""
+        self._refusals.extend([status] * count)
+
+    async def kill(self) -> None:
+        """Drop every open connection without a close handshake (like a network failure)."""
+        for session in self.open_sessions():
+            session.closed = True
+            transport = session.ws._req.transport if session.ws._req is not None else None
+            if transport is not None:
+                transport.abort()
+
+    async def publish(self, wire: str, fields: Mapping[str, str]) -> int:
+        """Send an update item for a symbol to every connection carrying it; return how many got it."""
+        sent = 0
+        for session in self.open_sessions():
+            if wire in session.subscribed and not self.silent:
+                item = {"6": wire, **fields}
+                with contextlib.suppress(ConnectionError, RuntimeError):
+                    await session.ws.send_str(json.dumps({"Command": "subscribe", "ResponseType": "0", "Data": [item]}))
+                    sent += 1
+        return sent
+
+    def open_sessions(self) -> list[FakeMddsSession]:
+        """Return the connections still open."""
+        return [session for session in self.sessions if not session.closed]
+
+    @property
+    def current(self) -> FakeMddsSession | None:
+        """Return the newest open connection, if any."""
+        sessions = self.open_sessions()
+        return sessions[-1] if sessions else None
+
+    # --- protocol -------------------------------------------------------------------------------
+
+    async def _handle(self, request: web.Request) -> web.StreamResponse:
+        self.attempts += 1
+        if self._refusals:
+            return web.Response(status=self._refusals.pop(0), text="refused by the fake")
+        name, value = self.cookie
+        if request.cookies.get(name) != value:
+            return web.Response(status=401, text="no valid session cookie")
+        ws = web.WebSocketResponse()
+        await ws.prepare(request)
+        session = FakeMddsSession(session_id=str(uuid.uuid4()), ws=ws)
+        self.sessions.append(session)
+        greeting = {
+            "Message": "success",
+            "SessionId": session.session_id,
+            "Status": "Ok",
+            "host": "fake.us-east-2a",
+            "productid": "atn",
+        }
+        await ws.send_str(json.dumps(greeting))
+        try:
+            async for frame in ws:
+                if frame.type is WSMsgType.TEXT:
+                    await self._command(session, json.loads(frame.data))
+        finally:
+            session.closed = True
+        return ws
+
+    async def _command(self, session: FakeMddsSession, command: dict[str, Any]) -> None:
+        session.commands.append(command)
+        if command.get("SessionId") != session.session_id:
+            await session.ws.send_str(json.dumps({"ResponseType": "-1", "ErrorCode": "1", "Data": []}))
+        elif command.get("Command") == "subscribe":
+            await self._subscribe(session, command)
+        elif command.get("Command") == "unsubscribe":
+            if "Request" in command:
+                session.requests.pop(str(command["Request"]), None)
+            else:
+                gone = set(str(command.get("Symbol", "")).split(","))
+                for request, symbols in list(session.requests.items()):
+                    session.requests[request] = [s for s in symbols if s not in gone]
+
+    async def _subscribe(self, session: FakeMddsSession, command: dict[str, Any]) -> None:
+        request = secrets.token_hex(4)
+        wires = [s for s in str(command.get("Symbol", "")).split(",") if s]
+        known = [wire for wire in wires if wire not in self.unknown]
+        session.requests[request] = known
+        if self.silent:
+            return
+        for wire in wires:
+            if wire in self.unknown:
+                envelope: dict[str, Any] = {
+                    "Command": "subscribe",
+                    "ResponseType": "-1",
+                    "ErrorCode": "18",
+                    "Data": [{"0": "Source not found", "6": wire}],
+                }
+                await self._send(session, envelope, request)
+                continue
+            await self._send(
+                session, {"Command": "subscribe", "ResponseType": "1", "Data": [snapshot_fields(wire)]}, request
+            )
+            if wire.startswith("-") and command.get("IncludeGreeks"):
+                # As captured: the Greeks come as their own item, keyed <option>.GK.
+                greeks = {"Command": "subscribe", "ResponseType": "1", "Data": [greeks_fields(wire)]}
+                await self._send(session, greeks, request)
+
+    @staticmethod
+    async def _send(session: FakeMddsSession, envelope: dict[str, Any], request: str) -> None:
+        envelope.update({"Delay": "0.5ms", "Request": request})
+        await session.ws.send_str(json.dumps(envelope))
