@@ -13,8 +13,12 @@ The connection is opened when a session exists and some symbol is held, and kept
 symbol is released) until logout, failure or shutdown. After a failure it is reopened after the next
 backoff delay (the last delay repeats). The sequence starts again after a *good* connection: one that
 stayed open at least ``stable_after`` seconds. (Time up, not "delivered a message": an upstream that
-accepts, sends a snapshot and drops at once would otherwise be hammered at the shortest delay.) A
-watchdog drops a connection that carries symbols but delivered nothing for ``watchdog_timeout`` seconds.
+accepts, sends a snapshot and drops at once would otherwise be hammered at the shortest delay.)
+
+A watchdog looks after a connection that carries symbols but delivered nothing for ``watchdog_timeout``
+seconds. Silence alone proves little (quiet symbols overnight send nothing), so it first probes: it
+subscribes one carried symbol again, which every feed answers with a snapshot. Only when that brings
+nothing within ``probe_timeout`` seconds is the connection dropped and reopened.
 
 The read loop never awaits a consumer: each message is stored as the symbol's latest item and put into
 each holder's ``ConflatingBuffer`` (latest per symbol), so a consumer that stops reading costs one slot
@@ -165,6 +169,7 @@ class QuoteHub(SupervisedStream[QuoteConnection]):
         unsubscribe_delay: float,
         backoff: Iterable[float],
         watchdog_timeout: float = 30.0,
+        probe_timeout: float = 10.0,
         stable_after: float = 10.0,
     ) -> None:
         delays = tuple(float(d) for d in backoff)
@@ -174,6 +179,8 @@ class QuoteHub(SupervisedStream[QuoteConnection]):
             raise ValueError(f"unsubscribe_delay must not be negative, got {unsubscribe_delay}")
         if watchdog_timeout <= 0:
             raise ValueError(f"watchdog_timeout must be positive, got {watchdog_timeout}")
+        if probe_timeout <= 0:
+            raise ValueError(f"probe_timeout must be positive, got {probe_timeout}")
         if stable_after < 0:
             raise ValueError(f"stable_after must not be negative, got {stable_after}")
         if feed.max_symbols_per_message < 1:
@@ -183,6 +190,9 @@ class QuoteHub(SupervisedStream[QuoteConnection]):
         self._unsubscribe_delay = float(unsubscribe_delay)
         self._backoff = delays
         self._watchdog_timeout = float(watchdog_timeout)
+        self._probe_timeout = float(probe_timeout)
+        self._probe_count = 0
+        self._received = 0  # messages since start: a probe is answered when this moves
         self._stable_after = float(stable_after)
 
         # Desired state. A symbol is a key of _holders while anyone holds it or its unsubscribe is pending
@@ -287,6 +297,7 @@ class QuoteHub(SupervisedStream[QuoteConnection]):
             reconnect_count=self._reconnect_count,
             last_message_at=self._wall_time(self._last_message_mono),
             last_error=self._last_error,
+            watchdog_probes=self._probe_count,
             subscribed_symbols=list(self._upstream),
             consumers_by_kind=by_kind,
             consumers=[consumer.status() for consumer in self._consumers.values()],
@@ -400,7 +411,7 @@ class QuoteHub(SupervisedStream[QuoteConnection]):
         log.info("Market-data stream connected")
         reader = asyncio.create_task(self._read(connection), name="quote-hub-reader")
         syncer = asyncio.create_task(self._sync(connection), name="quote-hub-syncer")
-        watchdog = asyncio.create_task(self._watch(), name="quote-hub-watchdog")
+        watchdog = asyncio.create_task(self._watch(connection), name="quote-hub-watchdog")
         session = asyncio.create_task(self._until_session_changes(epoch), name="quote-hub-session")
         tasks = (reader, syncer, watchdog, session)
         try:
@@ -416,7 +427,10 @@ class QuoteHub(SupervisedStream[QuoteConnection]):
         if self._session_epoch != epoch:
             log.info("Market-data stream closed: the brokerage session ended")
         elif watchdog.done() and not watchdog.cancelled():
-            self._note_failure(f"No market data for {self._watchdog_timeout:g} s while symbols were subscribed")
+            self._note_failure(
+                f"No market data for {self._watchdog_timeout:g} s while symbols were subscribed, "
+                f"and no answer to a probe within {self._probe_timeout:g} s"
+            )
         elif (exc := _failure_of(syncer)) is not None:
             self._note_failure(f"A subscribe or unsubscribe failed: {describe(exc)}")
         elif (exc := _failure_of(reader)) is not None:
@@ -432,6 +446,7 @@ class QuoteHub(SupervisedStream[QuoteConnection]):
         now = self._clock.monotonic()
         self._silence_since = now
         self._last_message_mono = now
+        self._received += 1
         holders = self._holders.get(message.symbol)
         if holders is None:  # a late message for a symbol already unsubscribed
             return
@@ -471,8 +486,8 @@ class QuoteHub(SupervisedStream[QuoteConnection]):
                 continue
             await self._sync_wake.wait()
 
-    async def _watch(self) -> None:
-        """Return once the connection carries symbols but delivered nothing for ``watchdog_timeout``."""
+    async def _watch(self, connection: QuoteConnection) -> None:
+        """Return once the connection carries symbols, went silent and did not answer a probe."""
         while True:
             if not self._upstream:
                 self._watchdog_wake.clear()
@@ -481,6 +496,13 @@ class QuoteHub(SupervisedStream[QuoteConnection]):
             # Messages only move _silence_since; the watchdog re-reads it when it wakes instead of being
             # woken per message.
             deadline = self._silence_since + self._watchdog_timeout
-            if self._clock.monotonic() >= deadline:
+            if self._clock.monotonic() < deadline:
+                await sleep_until(self._clock, deadline)
+                continue
+            received = self._received
+            self._probe_count += 1
+            log.debug("Market-data stream silent for %g s: probing", self._watchdog_timeout)
+            await connection.subscribe([next(iter(self._upstream))])
+            await sleep_until(self._clock, self._clock.monotonic() + self._probe_timeout)
+            if self._received == received:
                 return
-            await sleep_until(self._clock, deadline)

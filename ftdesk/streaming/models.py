@@ -78,6 +78,10 @@ class QuoteHubStatus(BaseModel):
     reconnect_count: int = Field(description="Connection attempts made after a failure, drop or silence since start.")
     last_message_at: datetime | None = Field(description="When the upstream last delivered a quote or symbol error.")
     last_error: str | None = Field(description="Why the last connection ended or could not be opened, if one did.")
+    watchdog_probes: int = Field(
+        description="Times the connection was silent for the watchdog timeout and got a probe (a re-subscribe of one "
+        "symbol); a probe without an answer reopens the connection."
+    )
     subscribed_symbols: list[str] = Field(description="The symbols the upstream connection currently carries.")
     consumers_by_kind: dict[str, int] = Field(description="Open consumers per kind (sse, ws, shared).")
     consumers: list[ConsumerStatus]

@@ -25,6 +25,7 @@ from tests.unit.streaming.helpers import settle
 DELAY = 10.0
 BACKOFF = (1.0, 2.0, 4.0)
 WATCHDOG = 30.0
+PROBE = 10.0
 STABLE_AFTER = 10.0
 COOKIES = {"ATC": "session-token", "FC": "fc-cookie"}
 
@@ -49,6 +50,7 @@ class MddsRig:
             unsubscribe_delay=DELAY,
             backoff=BACKOFF,
             watchdog_timeout=WATCHDOG,
+            probe_timeout=PROBE,
             stable_after=STABLE_AFTER,
         )
 
@@ -68,6 +70,10 @@ class MddsRig:
             # Polled: the condition spans the hub and the server, which share no change event.
             while not condition():  # noqa: ASYNC110
                 await asyncio.sleep(0.002)
+
+    def state(self) -> HubState:
+        """Return the hub's state (a call, so a type checker does not narrow it across awaits)."""
+        return self.hub.state
 
     def carried(self) -> set[str]:
         """Return what the server's newest open connection carries."""
@@ -120,7 +126,7 @@ async def test_a_consumer_gets_the_snapshot_mapped_with_the_decompiled_field_ids
     assert (quote.open, quote.high, quote.low, quote.prev_close) == (61.45, 61.64, 56.132, 60.93)
     assert (quote.bid_size, quote.ask_size, quote.volume) == (100, 200, 21933537)
     assert (quote.change, quote.change_pct) == (-3.55, -5.8264)
-    assert rig.hub.state is HubState.CONNECTED
+    assert rig.state() is HubState.CONNECTED
     session = rig.server.current
     assert session is not None
     assert session.commands[0]["SessionId"] == session.session_id  # every command echoes the greeting's id
@@ -192,7 +198,7 @@ async def test_subscriptions_made_before_login_are_applied_when_the_session_star
     await rig.advance(5)
 
     assert rig.server.attempts == 0
-    assert rig.hub.state is HubState.WAITING_FOR_SESSION
+    assert rig.state() is HubState.WAITING_FOR_SESSION
 
     rig.hub.set_session_active(True)
     await rig.until(lambda: rig.carried() == {"AAPL", "MSFT"})
@@ -208,7 +214,7 @@ async def test_a_killed_connection_is_reopened_after_the_backoff_and_every_symbo
     assert first is not None
 
     await rig.server.kill()
-    await rig.until(lambda: rig.hub.state is HubState.RECONNECTING)
+    await rig.until(lambda: rig.state() is HubState.RECONNECTING)
     await rig.advance(BACKOFF[0] - 0.25)
     assert rig.server.attempts == 1  # not before the first backoff delay
 
@@ -220,7 +226,7 @@ async def test_a_killed_connection_is_reopened_after_the_backoff_and_every_symbo
     # Every command on the new connection echoes the new SessionId.
     assert {command["SessionId"] for command in second.commands} == {second.session_id}
     assert rig.hub.status().reconnect_count == 1
-    assert rig.hub.state is HubState.CONNECTED
+    assert rig.state() is HubState.CONNECTED
 
 
 async def test_refused_connects_back_off_along_the_array_and_reuse_the_last_delay(rig: MddsRig) -> None:
@@ -228,19 +234,19 @@ async def test_refused_connects_back_off_along_the_array_and_reuse_the_last_dela
     consumer = rig.hub.open_consumer("sse")
     consumer.acquire(["AAPL"])
     rig.hub.set_session_active(True)
-    await rig.until(lambda: rig.server.attempts == 1 and rig.hub.state is HubState.RECONNECTING)
+    await rig.until(lambda: rig.server.attempts == 1 and rig.state() is HubState.RECONNECTING)
 
     for expected_attempt, delay in enumerate((1.0, 2.0, 4.0, 4.0), start=2):
         await rig.advance(delay - 0.25)
         assert rig.server.attempts == expected_attempt - 1, f"attempt {expected_attempt} came before {delay} s"
         await rig.advance(0.25)
         await rig.until(lambda n=expected_attempt: rig.server.attempts == n)
-        await rig.until(lambda: rig.hub.state is HubState.RECONNECTING)
+        await rig.until(lambda: rig.state() is HubState.RECONNECTING)
 
     assert "503" in (rig.hub.status().last_error or "")
     await rig.advance(4.0)  # the sixth attempt: the fake stops refusing
     await rig.until(lambda: rig.carried() == {"AAPL"})
-    assert rig.hub.state is HubState.CONNECTED
+    assert rig.state() is HubState.CONNECTED
 
 
 async def test_the_backoff_starts_again_after_a_good_connection(rig: MddsRig) -> None:
@@ -250,7 +256,7 @@ async def test_the_backoff_starts_again_after_a_good_connection(rig: MddsRig) ->
     await rig.until(lambda: rig.carried() == {"AAPL"})
     rig.server.refuse(2)
     await rig.server.kill()
-    await rig.until(lambda: rig.hub.state is HubState.RECONNECTING)
+    await rig.until(lambda: rig.state() is HubState.RECONNECTING)
     await rig.advance(1.0)
     await rig.until(lambda: rig.server.attempts == 2)
     await rig.advance(2.0)
@@ -262,7 +268,7 @@ async def test_the_backoff_starts_again_after_a_good_connection(rig: MddsRig) ->
     await rig.advance(STABLE_AFTER + 1, step=1.0)
     await rig.server.publish("AAPL", {"20": "1"})  # keeps the watchdog quiet
     await rig.server.kill()
-    await rig.until(lambda: rig.hub.state is HubState.RECONNECTING)
+    await rig.until(lambda: rig.state() is HubState.RECONNECTING)
     attempts = rig.server.attempts
     await rig.advance(BACKOFF[0])
     await rig.until(lambda: rig.server.attempts == attempts + 1)
@@ -274,7 +280,7 @@ async def test_an_expired_session_cookie_is_reported_and_retried(rig: MddsRig) -
     consumer.acquire(["AAPL"])
     rig.hub.set_session_active(True)
 
-    await rig.until(lambda: rig.hub.state is HubState.RECONNECTING)
+    await rig.until(lambda: rig.state() is HubState.RECONNECTING)
     assert "401" in (rig.hub.status().last_error or "")
 
     rig.cookies = dict(COOKIES)  # the session manager re-authenticated meanwhile
@@ -334,22 +340,37 @@ async def test_dropping_part_of_a_request_keeps_the_rest_subscribed(rig: MddsRig
     await read_until(consumer, lambda item: isinstance(item, Quote) and item.symbol == "AAPL" and item.bid == 1.5)
 
 
-async def test_the_watchdog_reopens_a_connection_that_went_silent(rig: MddsRig) -> None:
+async def test_the_watchdog_probes_a_silent_connection_and_reopens_it_when_the_probe_goes_unanswered(
+    rig: MddsRig,
+) -> None:
     consumer = rig.hub.open_consumer("sse")
     consumer.acquire(["AAPL"])
     rig.hub.set_session_active(True)
     await read(consumer, 1)
-    rig.server.silent = True
+    session = rig.server.current
+    assert session is not None
 
-    await rig.advance(WATCHDOG - 1, step=1.0)
-    assert rig.server.attempts == 1
-    await rig.advance(1.0)
-    await rig.until(lambda: rig.hub.state is HubState.RECONNECTING)
+    # A quiet symbol: the probe (a second subscribe) is answered with a snapshot, so the socket stays.
+    await rig.advance(WATCHDOG, step=1.0)
+    await rig.until(lambda: len(session.commands_named("subscribe")) == 2)
+    await read(consumer, 1)
+    await rig.advance(PROBE, step=1.0)
+    assert rig.server.attempts == 1 and rig.state() is HubState.CONNECTED
+    assert len(session.requests) == 2  # the probe's subscribe is a second request for AAPL
+
+    # A dead feed: the probe gets nothing, the connection is reopened.
+    rig.server.silent = True
+    await rig.advance(WATCHDOG - PROBE, step=1.0)  # silence counts from the probe's answer
+    await rig.until(lambda: len(session.commands_named("subscribe")) == 3)
+    await rig.advance(PROBE, step=1.0)
+    await rig.until(lambda: rig.state() is HubState.RECONNECTING)
     assert "No market data" in (rig.hub.status().last_error or "")
 
     rig.server.silent = False
     await rig.advance(BACKOFF[0])
     await rig.until(lambda: rig.server.attempts == 2 and rig.carried() == {"AAPL"})
+    # The probe's extra request was cancelled with the first: nothing leaks on the old socket either.
+    assert session.closed
 
 
 async def test_logout_closes_the_upstream_and_login_reopens_it(rig: MddsRig) -> None:
@@ -360,7 +381,7 @@ async def test_logout_closes_the_upstream_and_login_reopens_it(rig: MddsRig) -> 
 
     rig.hub.set_session_active(False)
     await rig.until(lambda: rig.server.current is None)
-    assert rig.hub.state is HubState.WAITING_FOR_SESSION
+    assert rig.state() is HubState.WAITING_FOR_SESSION
 
     rig.hub.set_session_active(True)
     await rig.until(lambda: rig.carried() == {"AAPL"})
@@ -414,3 +435,21 @@ async def test_a_symbol_never_answered_is_unsubscribed_by_name(rig: MddsRig) -> 
     assert session is not None
     (unsubscribe,) = session.commands_named("unsubscribe")
     assert unsubscribe["Symbol"] == "AAPL"
+
+
+async def test_a_symbol_carried_by_a_probe_request_too_is_fully_unsubscribed(rig: MddsRig) -> None:
+    consumer = rig.hub.open_consumer("sse")
+    consumer.acquire(["AAPL", "MSFT"])
+    rig.hub.set_session_active(True)
+    await read(consumer, 2)
+    await rig.advance(WATCHDOG, step=1.0)  # the probe re-subscribes AAPL under a second Request id
+    session = rig.server.current
+    assert session is not None
+    await rig.until(lambda: len(session.requests) == 2)
+
+    consumer.release(["AAPL"])
+    await rig.advance(DELAY, step=1.0)
+
+    await rig.until(lambda: rig.carried() == {"MSFT"})
+    await rig.server.publish("MSFT", {"20": "2.5"})
+    await read_until(consumer, lambda item: isinstance(item, Quote) and item.bid == 2.5)

@@ -170,7 +170,8 @@ class MddsConnection:
         self._clock = clock
         self._conflation_rate_ms = conflation_rate_ms
         self._states: dict[str, _SymbolState] = {}  # wire symbol -> state, for every symbol we want
-        self._request_of: dict[str, str] = {}  # wire symbol -> the Request id that carries it
+        # wire symbol -> the Request ids carrying it (more than one after a watchdog probe re-subscribed it)
+        self._requests_of: dict[str, set[str]] = {}
         self._members: dict[str, set[str]] = {}  # Request id -> the wanted wire symbols it carries
         self._closed = False
 
@@ -194,18 +195,24 @@ class MddsConnection:
             wire = to_wire_symbol(symbol)
             if self._states.pop(wire, None) is None:
                 continue
-            request = self._request_of.pop(wire, None)
-            if request is None:
+            requests = self._requests_of.pop(wire, set())
+            if not requests:
                 unanswered.append(wire)
-            else:
+            for request in requests:
                 by_request.setdefault(request, set()).add(wire)
-        for request in by_request:
+        survivors: set[str] = set()
+        for request, gone in by_request.items():
             await self._send({"Command": "unsubscribe", "Request": request})
-            survivors = sorted(self._members.pop(request, set()) - by_request[request])
-            for wire in survivors:
-                self._request_of.pop(wire, None)
-            if survivors:
-                await self._send_subscribe(survivors)
+            survivors |= self._members.pop(request, set()) - gone
+        for wire in survivors:
+            # Cancelling a request cancelled these too: drop their other requests and subscribe them afresh.
+            for request in self._requests_of.pop(wire, set()):
+                if request not in by_request:
+                    await self._send({"Command": "unsubscribe", "Request": request})
+                    self._members.pop(request, None)
+        ordered = sorted(survivors)
+        for start in range(0, len(ordered), MAX_SYMBOLS_PER_SUBSCRIBE):
+            await self._send_subscribe(ordered[start : start + MAX_SYMBOLS_PER_SUBSCRIBE])
         if unanswered:
             # No answer (hence no Request id) yet: the symbol form is the only handle there is.
             await self._send({"Command": "unsubscribe", "Symbol": ",".join(unanswered)})
@@ -278,8 +285,8 @@ class MddsConnection:
         state = self._states.get(wire)
         if state is None:
             return None  # a late frame for a symbol already unsubscribed
-        if isinstance(request, str) and request and wire not in self._request_of:
-            self._request_of[wire] = request
+        if isinstance(request, str) and request:
+            self._requests_of.setdefault(wire, set()).add(request)
             self._members.setdefault(request, set()).add(wire)
         if response_type == "-1":
             del self._states[wire]
@@ -292,8 +299,7 @@ class MddsConnection:
         return state.quote(now)
 
     def _forget_request(self, wire: str) -> None:
-        request = self._request_of.pop(wire, None)
-        if request is not None:
+        for request in self._requests_of.pop(wire, set()):
             members = self._members.get(request)
             if members is not None:
                 members.discard(wire)

@@ -15,6 +15,7 @@ from tests.fakes.quote_feed import FakeQuoteFeed
 DELAY = 10.0
 BACKOFF = (1.0, 2.0, 4.0)
 WATCHDOG = 30.0
+PROBE = 10.0
 STABLE_AFTER = 10.0
 
 
@@ -49,6 +50,7 @@ class Rig:
             "unsubscribe_delay": DELAY,
             "backoff": BACKOFF,
             "watchdog_timeout": WATCHDOG,
+            "probe_timeout": PROBE,
             "stable_after": STABLE_AFTER,
         }
         settings.update(options)

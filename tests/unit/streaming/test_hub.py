@@ -12,7 +12,7 @@ from ftdesk.streaming.models import ConsumerClosed, HubState
 from tests.fakes.clock import ManualClock
 from tests.fakes.quote_feed import FakeQuoteFeed
 from tests.unit.streaming.conftest import MakeRig
-from tests.unit.streaming.helpers import BACKOFF, DELAY, WATCHDOG, errors, prices, settle, take
+from tests.unit.streaming.helpers import BACKOFF, DELAY, PROBE, WATCHDOG, errors, prices, settle, take
 
 SYMBOLS_120 = [f"S{i:03d}" for i in range(120)]
 
@@ -273,19 +273,40 @@ async def test_subscriptions_made_while_reconnecting_are_applied_when_it_comes_u
 # --- watchdog -----------------------------------------------------------------------------------
 
 
-async def test_the_watchdog_reconnects_a_silent_connection(make_rig: MakeRig) -> None:
+async def test_the_watchdog_reconnects_a_silent_connection_that_ignores_its_probe(make_rig: MakeRig) -> None:
     rig = await make_rig()
     rig.fake.go_silent()
     rig.hub.open_consumer("sse").acquire(["AAPL"])
     await rig.login()
-    await rig.advance(WATCHDOG - 0.25)
+    await rig.advance(WATCHDOG)
+    # Silent for the timeout: probed with a re-subscribe, not dropped yet.
+    assert [m.action for m in rig.fake.log] == ["subscribe", "subscribe"]
+    assert rig.hub.status().watchdog_probes == 1
+    await rig.advance(PROBE - 0.25)
     assert len(rig.fake.connections) == 1 and rig.state() is HubState.CONNECTED
     await rig.advance(0.25)
     assert rig.fake.connections[0].closed_by_client
     assert rig.state() is HubState.RECONNECTING
-    assert rig.hub.status().last_error == f"No market data for {WATCHDOG:g} s while symbols were subscribed"
+    assert rig.hub.status().last_error == (
+        f"No market data for {WATCHDOG:g} s while symbols were subscribed, and no answer to a probe within {PROBE:g} s"
+    )
+    rig.fake.silent = False
     await rig.advance(BACKOFF[0])
     assert list(rig.fake.current.symbols) == ["AAPL"]
+
+
+async def test_a_quiet_feed_that_answers_the_probe_keeps_its_connection(make_rig: MakeRig) -> None:
+    rig = await make_rig()  # the fake quotes on every subscribe and otherwise says nothing: a quiet night
+    consumer = rig.hub.open_consumer("sse")
+    consumer.acquire(["AAPL"])
+    await rig.login()
+    await take(consumer)
+
+    await rig.advance(5 * (WATCHDOG + PROBE), step=1.0)
+
+    assert len(rig.fake.connections) == 1 and rig.state() is HubState.CONNECTED
+    assert rig.hub.status().watchdog_probes >= 4
+    assert rig.hub.status().reconnect_count == 0
 
 
 async def test_the_watchdog_leaves_a_connection_alone_while_it_delivers(make_rig: MakeRig) -> None:
@@ -313,7 +334,7 @@ async def test_the_watchdog_ignores_a_connection_without_symbols(make_rig: MakeR
     rig.fake.go_silent()
     consumer.acquire(["MSFT"])
     await settle()
-    await rig.advance(WATCHDOG - 1)
+    await rig.advance(WATCHDOG + PROBE - 1)
     assert len(rig.fake.connections) == 1
     await rig.advance(1)
     assert rig.fake.connections[0].closed
