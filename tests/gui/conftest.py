@@ -1,0 +1,88 @@
+"""GUI tests: one QApplication for the session and a qasync loop for every async test in this folder.
+
+pytest-asyncio asks ``pytest_asyncio_loop_factories`` for the loop of each async test under tests/gui/, so
+a coroutine test, the widgets it drives (through qtbot) and any aiohttp client share one qasync loop, as
+in the app. Inside such a test, wait on Qt signals with a future and ``asyncio.wait_for``, never with
+``qtbot.wait*`` or a modal ``exec()`` (stack-notes.md: a nested loop loses tasks and teardown hangs).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Mapping
+
+import pytest
+import qasync
+from PySide6.QtWidgets import QApplication
+
+
+def _qasync_loop() -> asyncio.AbstractEventLoop:
+    app = QApplication.instance()
+    # The autouse `_gui_application` fixture below creates it first; a plain QCoreApplication cannot host widgets.
+    assert isinstance(app, QApplication), f"GUI tests need a QApplication, found {app!r}"
+    app.setQuitOnLastWindowClosed(False)
+    return qasync.QEventLoop(app)
+
+
+def pytest_asyncio_loop_factories(
+    config: pytest.Config, item: pytest.Item
+) -> Mapping[str, Callable[[], asyncio.AbstractEventLoop]]:
+    """Run every async GUI test on a qasync loop, as the app does."""
+    return {"qasync": _qasync_loop}
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _gui_application(qapp: QApplication) -> QApplication:
+    """Create the QApplication before any test here can create a bare QCoreApplication (the canary would)."""
+    return qapp
+
+
+def next_emission(signal: object) -> asyncio.Future[tuple[object, ...]]:
+    """Connect to a Qt signal now; the future gets the arguments of its next emission.
+
+    Call it before the action that emits (a click emits synchronously), then
+    ``await asyncio.wait_for(future, 5)``.
+    """
+    future: asyncio.Future[tuple[object, ...]] = asyncio.get_running_loop().create_future()
+
+    def fire(*args: object) -> None:
+        signal.disconnect(fire)  # type: ignore[attr-defined]
+        if not future.done():
+            future.set_result(args)
+
+    signal.connect(fire)  # type: ignore[attr-defined]
+    return future
+
+
+async def wait_until(condition: Callable[[], bool], within: float = 5.0) -> None:
+    """Poll a condition on the running loop (no nested Qt loop) until it holds, failing after `within` s."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + within
+    while not condition():
+        if loop.time() > deadline:
+            raise AssertionError(f"condition not met within {within:.1f} s")
+        await asyncio.sleep(0.005)
+
+
+# --- the desktop app on a real service (tray, status window, bridge tests) --------------------------------
+
+
+@pytest.fixture
+async def make_desktop(tmp_path, memory_keyring):
+    """Build and start the desktop app on a real paper service; everything built is stopped afterwards."""
+    from tests.gui.desktop_rig import DesktopRig
+
+    rig = DesktopRig(tmp_path, memory_keyring)
+    yield rig.build
+    await rig.close()
+
+
+@pytest.fixture
+def opened_urls():
+    """Record the URLs the app asks the desktop to open (browser, file manager) instead of opening them."""
+    from tests.gui.desktop_rig import UrlRecorder
+
+    recorder = UrlRecorder()
+    recorder.install()
+    yield recorder.urls
+    recorder.uninstall()

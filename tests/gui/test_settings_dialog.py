@@ -1,0 +1,306 @@
+"""The settings dialog: env-locked fields, inline validation, saving only what changed, restart and new key."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QCheckBox, QComboBox, QDialog, QLabel, QLineEdit, QMessageBox, QPushButton, QWidget
+from pytestqt.qtbot import QtBot
+
+from ftdesk.config import SETTINGS_BY_NAME, Settings, load_settings, save_settings_file
+from ftdesk.gui.contracts import SaveOutcome
+from ftdesk.gui.settings_dialog import SettingsDialog
+from tests.gui.conftest import wait_until
+
+BEPS_TOKEN = "eyJhbGciOiJIUzI1NiJ9.beps-secret-token"
+
+
+class FakeSettingsService:
+    """Saves into a real settings file the way the bridge does, reports what needs a restart, makes keys."""
+
+    def __init__(self, data_dir: Path) -> None:
+        self.data_dir = data_dir
+        self.received: list[dict[str, Any]] = []
+        self.refuse: dict[str, str] = {}
+        self.gate: asyncio.Future[None] | None = None  # when set, each call waits for the test to open it
+        self.api_key = "key-1"
+        self.restarts = 0
+
+    async def _wait_for_gate(self) -> None:
+        if self.gate is not None:
+            await self.gate
+
+    async def save_settings(self, changes: Mapping[str, Any]) -> SaveOutcome:
+        self.received.append(dict(changes))
+        await self._wait_for_gate()
+        if self.refuse:
+            return SaveOutcome(errors=dict(self.refuse))
+        save_settings_file(self.data_dir, changes)
+        later = [name for name in changes if SETTINGS_BY_NAME[name].restart_required]
+        return SaveOutcome(applied=[name for name in changes if name not in later], needs_restart=later)
+
+    async def regenerate_api_key(self) -> None:
+        await self._wait_for_gate()
+        self.api_key = f"key-{int(self.api_key.split('-')[1]) + 1}"
+
+    async def restart_service(self) -> None:
+        await self._wait_for_gate()
+        self.restarts += 1
+
+    def file(self) -> dict[str, Any]:
+        path = self.data_dir / "settings.json"
+        return json.loads(path.read_text()) if path.exists() else {}
+
+
+@pytest.fixture
+def data_dir(tmp_path: Path) -> Path:
+    return tmp_path / "data"
+
+
+@pytest.fixture
+def service(data_dir: Path) -> FakeSettingsService:
+    return FakeSettingsService(data_dir)
+
+
+@pytest.fixture
+def open_dialog(qtbot: QtBot, data_dir: Path, service: FakeSettingsService) -> Callable[..., SettingsDialog]:
+    def build(**env: str) -> SettingsDialog:
+        settings: Settings = load_settings({"FTSERVICE_DATA_DIR": str(data_dir), **env})
+        dialog = SettingsDialog(settings, service)
+        qtbot.addWidget(dialog)
+        dialog.open()
+        return dialog
+
+    return build
+
+
+def line(dialog: SettingsDialog, name: str) -> QLineEdit:
+    editor = dialog.editor(name)
+    assert isinstance(editor, QLineEdit)
+    return editor
+
+
+def retype(qtbot: QtBot, dialog: SettingsDialog, name: str, text: str) -> None:
+    editor = line(dialog, name)
+    editor.selectAll()
+    if text:
+        qtbot.keyClicks(editor, text)
+    else:
+        qtbot.keyClick(editor, Qt.Key.Key_Delete)
+
+
+def choose(dialog: SettingsDialog, name: str, value: str) -> None:
+    combo = dialog.editor(name)
+    assert isinstance(combo, QComboBox)
+    combo.setCurrentIndex(combo.findData(value))
+
+
+def all_text(widget: QWidget) -> str:
+    parts = [widget.windowTitle(), widget.toolTip()]
+    for child in widget.findChildren(QWidget):
+        parts.append(child.toolTip())
+        if isinstance(child, QLabel | QLineEdit | QCheckBox | QPushButton):
+            parts.append(child.text())
+        if isinstance(child, QLineEdit):
+            parts.append(child.placeholderText())
+    return "\n".join(parts)
+
+
+def test_a_value_fixed_by_the_environment_is_read_only_with_a_note_naming_the_variable(
+    qtbot: QtBot, open_dialog: Callable[..., SettingsDialog]
+) -> None:
+    dialog = open_dialog(FTSERVICE_PORT="9000", FTSERVICE_LOG_LEVEL="debug", FTSERVICE_AUTO_REAUTH="false")
+
+    port = line(dialog, "port")
+    assert port.text() == "9000" and port.isReadOnly()
+    qtbot.keyClicks(port, "1")
+    assert port.text() == "9000"
+    assert dialog.is_locked("port") and dialog.lock_note("port") == "Set by FTSERVICE_PORT"
+    note = dialog.findChild(QLabel, "port_note")
+    assert note is not None and note.isVisible()
+
+    assert not dialog.editor("log_level").isEnabled()
+    assert dialog.lock_note("log_level") == "Set by FTSERVICE_LOG_LEVEL"
+    auto_reauth = dialog.editor("auto_reauth")
+    assert isinstance(auto_reauth, QCheckBox) and not auto_reauth.isChecked() and not auto_reauth.isEnabled()
+    assert dialog.lock_note("auto_reauth") == "Set by FTSERVICE_AUTO_REAUTH"
+
+    # Everything else stays editable and says nothing about the environment.
+    assert not line(dialog, "unsubscribe_delay").isReadOnly()
+    assert dialog.lock_note("unsubscribe_delay") == "" and not dialog.is_locked("broker")
+
+
+async def test_invalid_input_is_shown_inline_and_nothing_is_saved(
+    qtbot: QtBot, open_dialog: Callable[..., SettingsDialog], service: FakeSettingsService
+) -> None:
+    dialog = open_dialog()
+    retype(qtbot, dialog, "port", "70000")
+    qtbot.keyClick(line(dialog, "port"), Qt.Key.Key_Return)  # finishing the edit checks the field
+    assert dialog.field_error("port") == "Expected an integer from 0 to 65535"
+
+    retype(qtbot, dialog, "unsubscribe_delay", "soon")
+    retype(qtbot, dialog, "beps_stream_url", "http://beps.example/ws")
+    choose(dialog, "broker", "fidelity")  # a valid change alongside: must not be saved either
+    dialog.save_button.click()
+
+    assert dialog.field_error("unsubscribe_delay") == "Expected a number of seconds at least 0 and at most 3600"
+    assert "ws:// or wss://" in dialog.field_error("beps_stream_url")
+    assert "nothing was saved" in dialog.error_text
+    await asyncio.sleep(0.01)
+    assert service.received == [] and service.file() == {}
+    assert dialog.isVisible() and not dialog.busy
+
+    # Editing a field clears its stale error.
+    retype(qtbot, dialog, "port", "8788")
+    assert dialog.field_error("port") == ""
+
+
+async def test_save_sends_only_changed_unlocked_values_and_closes_when_all_apply_at_once(
+    qtbot: QtBot, open_dialog: Callable[..., SettingsDialog], service: FakeSettingsService
+) -> None:
+    dialog = open_dialog(FTSERVICE_PORT="9000")
+    auto_reauth = dialog.editor("auto_reauth")
+    assert isinstance(auto_reauth, QCheckBox) and auto_reauth.isChecked()
+    auto_reauth.click()
+    retype(qtbot, dialog, "session_keepalive_interval", "300.0")  # same value as the default 300
+    retype(qtbot, dialog, "port", "1234")  # locked: typing does nothing
+    service.gate = asyncio.get_running_loop().create_future()
+    dialog.save_button.click()
+
+    await wait_until(lambda: len(service.received) == 1)
+    assert service.received == [{"auto_reauth": False}]
+    assert dialog.busy and not dialog.save_button.isEnabled() and not dialog.editor("broker").isEnabled()
+    service.gate.set_result(None)
+    await wait_until(lambda: not dialog.isVisible())
+
+    assert dialog.result() == QDialog.DialogCode.Accepted
+    assert service.file() == {"auto_reauth": False}
+    assert not dialog.restart_offered
+
+
+async def test_changes_that_need_a_restart_say_so_and_restart_now_restarts(
+    qtbot: QtBot, open_dialog: Callable[..., SettingsDialog], service: FakeSettingsService
+) -> None:
+    dialog = open_dialog()
+    choose(dialog, "broker", "fidelity")
+    retype(qtbot, dialog, "beps_host", "beps.example.com")
+    dialog.save_button.click()
+    await wait_until(lambda: dialog.restart_offered)
+
+    assert service.received == [{"broker": "fidelity", "beps_host": "beps.example.com"}]
+    assert service.file() == {"broker": "fidelity", "beps_host": "beps.example.com"}
+    assert "Broker" in dialog.restart_text and "BEPS host" in dialog.restart_text
+    assert dialog.isVisible() and dialog.restart_button.isVisible()
+
+    dialog.save_button.click()  # saved values are the new baseline: nothing left to send, so it just closes
+    await wait_until(lambda: not dialog.isVisible())
+    assert len(service.received) == 1 and service.restarts == 0
+
+    dialog.open()
+    assert dialog.restart_offered
+    service.gate = asyncio.get_running_loop().create_future()
+    qtbot.mouseClick(dialog.restart_button, Qt.MouseButton.LeftButton)
+    await wait_until(lambda: dialog.busy)
+    assert not dialog.restart_button.isEnabled()
+    service.gate.set_result(None)
+    await wait_until(lambda: not dialog.isVisible())
+    assert service.restarts == 1
+    assert dialog.result() == QDialog.DialogCode.Accepted
+
+
+async def test_errors_from_the_service_are_shown_inline_and_the_dialog_stays(
+    qtbot: QtBot, open_dialog: Callable[..., SettingsDialog], service: FakeSettingsService
+) -> None:
+    service.refuse = {"beps_mid": "rejected by the service", "": "the settings file is read-only"}
+    dialog = open_dialog()
+    retype(qtbot, dialog, "beps_mid", "M123")
+    dialog.save_button.click()
+    await wait_until(lambda: bool(dialog.error_text))
+    assert dialog.field_error("beps_mid") == "rejected by the service"
+    assert "the settings file is read-only" in dialog.error_text
+    assert dialog.isVisible() and not dialog.busy and dialog.save_button.isEnabled()
+
+
+async def test_clearing_an_optional_value_removes_it_from_the_settings_file(
+    qtbot: QtBot, open_dialog: Callable[..., SettingsDialog], service: FakeSettingsService, data_dir: Path
+) -> None:
+    save_settings_file(data_dir, {"beps_host": "beps.example.com", "beps_mid": "M1"})
+    dialog = open_dialog()
+    assert line(dialog, "beps_host").text() == "beps.example.com"
+    retype(qtbot, dialog, "beps_host", "")
+    dialog.save_button.click()
+    await wait_until(lambda: dialog.restart_offered)
+    assert service.received == [{"beps_host": None}]
+    assert service.file() == {"beps_mid": "M1"}
+
+
+async def test_regenerating_the_api_key_asks_first(
+    qtbot: QtBot, open_dialog: Callable[..., SettingsDialog], service: FakeSettingsService
+) -> None:
+    dialog = open_dialog()
+    dialog.regenerate_button.click()
+    prompt = dialog.regenerate_prompt
+    assert isinstance(prompt, QMessageBox) and prompt.isVisible()
+    assert "API_KEY_INVALID" in prompt.informativeText()
+    assert prompt.defaultButton() is prompt.button(QMessageBox.StandardButton.Cancel)
+    qtbot.mouseClick(prompt.button(QMessageBox.StandardButton.Cancel), Qt.MouseButton.LeftButton)
+    await asyncio.sleep(0.01)
+    assert service.api_key == "key-1" and dialog.regenerate_prompt is None and not dialog.busy
+
+    dialog.regenerate_button.click()
+    prompt = dialog.regenerate_prompt
+    assert prompt is not None
+    confirm = prompt.findChild(QPushButton, "confirm_regenerate")
+    assert confirm is not None and confirm.text() == "Generate new key"
+    qtbot.mouseClick(confirm, Qt.MouseButton.LeftButton)
+    await wait_until(lambda: bool(dialog.status_text))
+    assert service.api_key == "key-2"
+    assert "Copy API key" in dialog.status_text
+    assert dialog.isVisible() and not dialog.busy
+
+
+def test_a_key_fixed_by_the_environment_cannot_be_regenerated(open_dialog: Callable[..., SettingsDialog]) -> None:
+    dialog = open_dialog(FTSERVICE_API_KEY="fixed-key-0123456789abcdef")
+    assert not dialog.regenerate_button.isEnabled()
+    note = dialog.findChild(QLabel, "api_key_note")
+    assert note is not None and note.text() == "The API key is set by FTSERVICE_API_KEY"
+    assert "fixed-key-0123456789abcdef" not in all_text(dialog)
+
+
+def test_the_beps_token_is_reported_as_set_but_never_shown(open_dialog: Callable[..., SettingsDialog]) -> None:
+    dialog = open_dialog(FTSERVICE_BEPS_TOKEN=BEPS_TOKEN)
+    state = dialog.findChild(QLabel, "beps_token_state")
+    assert state is not None and state.text() == "Set (from FTSERVICE_BEPS_TOKEN)"
+    assert BEPS_TOKEN not in all_text(dialog)
+    assert "FTSERVICE_BEPS_TOKEN" in dialog.findChild(QLabel, "beps_token_note").text()  # type: ignore[union-attr]
+
+
+def test_an_unset_beps_token_says_so(open_dialog: Callable[..., SettingsDialog]) -> None:
+    state = open_dialog().findChild(QLabel, "beps_token_state")
+    assert state is not None and state.text() == "Not set"
+
+
+def test_labels_carry_the_documentation_of_each_setting(open_dialog: Callable[..., SettingsDialog]) -> None:
+    dialog = open_dialog()
+    for name in ("broker", "session_keepalive_interval", "login_at_startup", "port", "beps_stream_url"):
+        spec = SETTINGS_BY_NAME[name]
+        tooltip = dialog.editor(name).toolTip()
+        assert spec.doc.replace("`", "") in tooltip and spec.env in tooltip
+    start = dialog.editor("login_at_startup")
+    assert isinstance(start, QCheckBox) and "stored credentials" in start.text()
+
+
+async def test_save_without_changes_just_closes(
+    open_dialog: Callable[..., SettingsDialog], service: FakeSettingsService
+) -> None:
+    dialog = open_dialog()
+    dialog.save_button.click()
+    assert not dialog.isVisible() and dialog.result() == QDialog.DialogCode.Accepted
+    await asyncio.sleep(0.01)
+    assert service.received == []
