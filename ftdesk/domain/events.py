@@ -17,6 +17,7 @@ class EventCategory(StrEnum):
     POSITION = "position"
     BALANCE = "balance"
     ALERT = "alert"
+    OTHER = "other"  # an upstream event type not (yet) known to ftdesk
 
 
 class EventType(StrEnum):
