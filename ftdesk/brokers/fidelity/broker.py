@@ -1,0 +1,243 @@
+"""The Fidelity brokerage behind the ``Broker`` protocol.
+
+A login builds a fresh ``FidelityHttp`` (fresh cookie jar) and runs the handshake of section 3; the
+session lives in that client's cookies, which the MDDS feed also reads through ``cookies()``. Accounts
+are listed once per ``FidelityConfig.accounts_ttl`` and reused to check account numbers (``NotFound``)
+and to fill the account fields the portfolio requests carry. The account and portfolio group is
+implemented here; orders, market-data REST, research and user data come from later modules and raise
+``BrokerError`` until then (``pending.NotYetImplemented``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Sequence
+from datetime import date
+
+from ftdesk.brokers.base import AccountEventConnection, AccountEventFeed, QuoteFeed
+from ftdesk.brokers.fidelity import accounts as acct
+from ftdesk.brokers.fidelity.auth import SecurityContext, extend_session, log_in, log_out
+from ftdesk.brokers.fidelity.config import FidelityConfig
+from ftdesk.brokers.fidelity.http import FidelityHttp, TokenBucket
+from ftdesk.brokers.fidelity.mdds import MddsQuoteFeed
+from ftdesk.brokers.fidelity.pending import NotYetImplemented
+from ftdesk.brokers.fidelity.routing import UpstreamRouter
+from ftdesk.brokers.fidelity.values import NEW_YORK
+from ftdesk.domain.accounts import (
+    Account,
+    AccountFeature,
+    AccrualDetail,
+    Balance,
+    CashAccrualDetail,
+    ClosedLotDetail,
+    ClosedPosition,
+    HardToBorrowPosition,
+    LoanedSecurity,
+    LotDetail,
+    OptionsSummary,
+    Position,
+    ShortInsightDetail,
+    ShortInsightSeries,
+    Transaction,
+)
+from ftdesk.domain.clock import Clock
+from ftdesk.domain.errors import AuthRequired, NotFound, StreamingUnavailable
+from ftdesk.domain.session import BrokerSession, Credentials
+
+log = logging.getLogger(__name__)
+
+BEPS_VARIABLES = ("FTSERVICE_BEPS_TOKEN", "FTSERVICE_BEPS_HOST", "FTSERVICE_BEPS_STREAM_URL", "FTSERVICE_BEPS_MID")
+
+
+class UnconfiguredAccountEvents:
+    """The account-event feed until BEPS is wired in: it names the settings it lacks and never connects."""
+
+    def __init__(self, missing: Sequence[str] = BEPS_VARIABLES) -> None:
+        self._missing = tuple(missing)
+
+    def unavailable_reason(self) -> str | None:
+        """Say which FTSERVICE_BEPS_* variables are missing."""
+        return f"Fidelity account events need BEPS: set {', '.join(self._missing)}"
+
+    async def connect(self) -> AccountEventConnection:
+        """Refuse: there is nothing to connect to."""
+        raise StreamingUnavailable(self.unavailable_reason() or "Account events are not configured")
+
+
+class FidelityBroker(NotYetImplemented):
+    """The Fidelity Trader+ upstream (see the module docstring)."""
+
+    name = "fidelity"
+
+    def __init__(self, config: FidelityConfig, clock: Clock, account_events: AccountEventFeed | None = None) -> None:
+        self.config = config
+        self.clock = clock
+        self.router = UpstreamRouter(config.upstream)
+        self.account_events: AccountEventFeed = account_events or UnconfiguredAccountEvents()
+        self.quote_feed: QuoteFeed = MddsQuoteFeed(cookies=self.cookies, router=self.router, clock=clock)
+        self.security = SecurityContext()
+        # One bucket for the broker, not per login: a re-login loop must not reset the rate.
+        self._limiter = TokenBucket(config.rate_per_second, config.burst, clock)
+        self._http: FidelityHttp | None = None
+        self._login_lock = asyncio.Lock()
+        self._accounts: list[Account] | None = None
+        self._accounts_at = 0.0
+        self._accounts_lock = asyncio.Lock()
+
+    # --- lifecycle and session ----------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Nothing to open before a login: the HTTP session belongs to the login."""
+
+    async def close(self) -> None:
+        """Close the HTTP session (without logging out upstream); idempotent."""
+        await self._drop_session()
+
+    def cookies(self) -> dict[str, str]:
+        """Return the session cookies by name (empty when logged out): what MDDS and BEPS authenticate with."""
+        http = self._http
+        return {} if http is None or http.closed else http.cookies()
+
+    @property
+    def upstream_calls(self) -> int:
+        """Return how many HTTP calls the current login session has sent (for diagnostics and tests)."""
+        return 0 if self._http is None else self._http.upstream_calls
+
+    async def login(self, credentials: Credentials) -> BrokerSession:
+        """Log in from scratch with a fresh cookie jar; raise ``LoginFailed``/``TotpRequired``/``BrokerError``."""
+        async with self._login_lock:
+            await self._drop_session()
+            http = FidelityHttp(self.config, self.router, self.clock, self._limiter)
+            try:
+                self.security = await log_in(http, credentials, self.clock)
+            except BaseException:
+                # A half-finished login is thrown away, as the app does (3.1): the next try starts clean.
+                await http.close()
+                raise
+            self._http = http
+            log.info("Logged in to Fidelity (security context %s)", "loaded" if self.security.raw else "unavailable")
+            return BrokerSession(
+                username=credentials.username, logged_in_at=self.clock.now(), member_id=self.security.member_id
+            )
+
+    async def logout(self) -> None:
+        """End the upstream session and drop the cookies; idempotent, and never fails on upstream errors."""
+        async with self._login_lock:
+            http = self._http
+            if http is not None and not http.closed:
+                with contextlib.suppress(Exception):
+                    await log_out(http)
+            await self._drop_session()
+
+    async def keep_alive(self) -> None:
+        """Extend the session; raise ``SessionExpired`` when Fidelity refuses, ``AuthRequired`` when logged out."""
+        await extend_session(self._require())
+
+    async def _drop_session(self) -> None:
+        http, self._http = self._http, None
+        self._accounts = None
+        self.security = SecurityContext()
+        if http is not None:
+            await http.close()
+
+    def _require(self) -> FidelityHttp:
+        http = self._http
+        if http is None or http.closed:
+            raise AuthRequired("Not logged in to Fidelity: log in first")
+        return http
+
+    def _today(self) -> date:
+        return self.clock.now().astimezone(NEW_YORK).date()
+
+    # --- accounts and portfolio ---------------------------------------------------------------
+
+    async def get_accounts(self) -> list[Account]:
+        """Return all accounts (listed at most once per ``accounts_ttl``)."""
+        http = self._require()
+        async with self._accounts_lock:
+            fresh = self.clock.monotonic() - self._accounts_at < self.config.accounts_ttl
+            if self._accounts is None or not fresh:
+                self._accounts = await acct.fetch_accounts(http)
+                self._accounts_at = self.clock.monotonic()
+            return list(self._accounts)
+
+    async def get_account(self, acct_num: str) -> Account:
+        """Return one account; raise ``NotFound`` for a number the login does not hold."""
+        for account in await self.get_accounts():
+            if account.acct_num == acct_num:
+                return account
+        raise NotFound(f"No Fidelity account {acct_num!r} in this login")
+
+    async def get_positions(self, acct_num: str) -> list[Position]:
+        """Return an account's positions."""
+        return await acct.fetch_positions(self._require(), await self.get_account(acct_num))
+
+    async def get_balances(self, acct_num: str) -> Balance:
+        """Return an account's balances."""
+        return await acct.fetch_balances(self._require(), await self.get_account(acct_num))
+
+    async def get_transactions(self, acct_num: str, start: date | None, end: date | None) -> list[Transaction]:
+        """Return an account's history between two dates (default: the last year), newest first."""
+        account = await self.get_account(acct_num)
+        return await acct.fetch_transactions(self._require(), account, start, end, self._today())
+
+    async def get_options_summary(self, acct_num: str) -> OptionsSummary:
+        """Return an account's option positions grouped by underlying."""
+        return await acct.fetch_options_summary(self._require(), await self.get_account(acct_num))
+
+    async def get_closed_positions(self, acct_num: str, start: date | None, end: date | None) -> list[ClosedPosition]:
+        """Return realised gain and loss per symbol (default: this year to date)."""
+        account = await self.get_account(acct_num)
+        return await acct.fetch_closed_positions(self._require(), account, start, end, self._today())
+
+    async def get_loaned_securities(self, acct_num: str) -> list[LoanedSecurity]:
+        """Return securities on loan."""
+        return await acct.fetch_loaned_securities(self._require(), await self.get_account(acct_num))
+
+    async def get_tax_lots(self, acct_num: str, symbol: str) -> list[LotDetail]:
+        """Return the lots a sale of this symbol could draw from."""
+        return await acct.fetch_tax_lots(self._require(), await self.get_account(acct_num), symbol.upper())
+
+    async def get_account_features(self, acct_num: str) -> list[AccountFeature]:
+        """Return the account's trading capabilities."""
+        return await acct.fetch_account_features(self._require(), await self.get_account(acct_num))
+
+    async def get_hard_to_borrow(self, acct_num: str, symbols: Sequence[str]) -> list[HardToBorrowPosition]:
+        """Return borrow rates and availability."""
+        account = await self.get_account(acct_num)
+        return await acct.fetch_hard_to_borrow(self._require(), account, [s.upper() for s in symbols])
+
+    async def get_open_lots(self, acct_num: str, symbol: str) -> list[LotDetail]:
+        """Return the open lots of a position."""
+        return await acct.fetch_open_lots(self._require(), await self.get_account(acct_num), symbol.upper())
+
+    async def get_short_insights(self, acct_num: str, symbols: Sequence[str]) -> list[ShortInsightDetail]:
+        """Return short-interest data."""
+        account = await self.get_account(acct_num)
+        return await acct.fetch_short_insights(self._require(), account, [s.upper() for s in symbols])
+
+    async def get_short_insight_series(
+        self, acct_num: str, symbol: str, metric: str, start: date | None, end: date | None
+    ) -> ShortInsightSeries:
+        """Return the history of one short-insight metric."""
+        account = await self.get_account(acct_num)
+        return await acct.fetch_short_insight_series(
+            self._require(), account, symbol.upper(), metric, start, end, self._today()
+        )
+
+    async def get_accruals(self, acct_num: str) -> list[AccrualDetail]:
+        """Return margin-interest and dividend accruals."""
+        return await acct.fetch_accruals(self._require(), await self.get_account(acct_num))
+
+    async def get_cash_accruals(self, acct_num: str) -> list[CashAccrualDetail]:
+        """Return cash-sweep accruals."""
+        return await acct.fetch_cash_accruals(self._require(), await self.get_account(acct_num))
+
+    async def get_closed_lots(
+        self, acct_num: str, symbol: str, start: date | None, end: date | None
+    ) -> list[ClosedLotDetail]:
+        """Return closed lots with realised gain and loss."""
+        account = await self.get_account(acct_num)
+        return await acct.fetch_closed_lots(self._require(), account, symbol.upper(), start, end, self._today())

@@ -1,0 +1,360 @@
+"""The HTTP core every Fidelity module calls through (upstream reference, sections 2, 3.8 and 7).
+
+One ``FidelityHttp`` is one login session: one aiohttp ``ClientSession`` with one cookie jar (the cookies
+*are* the session, 2.2). It sends the login or the data header profile of 2.1 with a fresh ``fsreqid``
+per request, routes every URL through ``UpstreamRouter``, follows redirects itself (so a redirect stays
+on the routed host) and turns what comes back into domain outcomes:
+
+* 401, 403, a redirect towards a login page, or HTML where JSON was expected -> ``SessionExpired``
+  (7.3: the real expired-session answer was never captured, so all the likely forms count);
+* any other non-2xx status, a timeout, a transport failure, or a body with ``respTypeCode "E"``
+  -> ``BrokerError`` carrying the upstream's own message.
+
+Politeness: a token bucket limits the call rate (``FidelityConfig.rate_per_second``/``burst``), and
+identical concurrent reads (GETs, and the POSTs that only read) share one upstream call. Nothing is
+retried: an order must never go out twice, and a failed read is cheap for the caller to repeat.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import re
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any
+
+import aiohttp
+from yarl import URL
+
+from ftdesk.brokers.fidelity import values as v
+from ftdesk.brokers.fidelity.config import FidelityConfig
+from ftdesk.brokers.fidelity.routing import UpstreamRouter
+from ftdesk.domain.clock import Clock
+from ftdesk.domain.errors import BrokerError, SessionExpired
+
+log = logging.getLogger(__name__)
+
+DIGITAL = "https://digital.fidelity.com"
+ECAAP = "https://ecaap.fidelity.com"
+DPSERVICE = "https://dpservice.fidelity.com"
+DPSERVICE_XQ1 = "https://dpservicexq1.fidelity.com"
+FASTQUOTE = "https://fastquote.fidelity.com"
+
+DATA_APP_ID = "AP149323"
+_MAX_REDIRECTS = 5
+_LOGIN_PATH = re.compile(r"/(login|signin|prgw/digital/login)", re.IGNORECASE)
+_UPSTREAM_CODE = re.compile(r"Code=([^,]*),\s*Text=(.*?)(?:,\s*Source=.*)?$", re.DOTALL)
+
+
+class Profile(Enum):
+    """The two header sets of the upstream reference, 2.1."""
+
+    LOGIN = "login"
+    DATA = "data"
+
+
+def new_request_id() -> str:
+    """Return a fresh ``fsreqid``: ``REQ`` and 32 lowercase hex digits."""
+    return f"REQ{uuid.uuid4().hex}"
+
+
+def profile_headers(profile: Profile, app_version: str) -> dict[str, str]:
+    """Return the fixed headers of a profile (without the per-request ``fsreqid``)."""
+    user_agent = f"ATPNext/{app_version} FTPlusDesktop/{app_version}"
+    if profile is Profile.LOGIN:
+        return {
+            "AppId": "RETAIL-CC-LOGIN-SDK",
+            "AppName": "PILoginExperience",
+            "Content-Type": "application/json",
+            "Accept": "*/*",
+            "Origin": DIGITAL,
+            "Referer": f"{DIGITAL}/",
+            "Accept-Token-Type": "ET",
+            "Accept-Token-Location": "HEADER",
+            "Token-Location": "HEADER",
+            "Cache-Control": "no-cache, no-store, must-revalidate",
+            "User-Agent": user_agent,
+        }
+    return {
+        "AppId": DATA_APP_ID,
+        "AppName": "Active Trader Desktop for Windows",
+        "User-Agent": user_agent,
+        "Content-Type": "application/json; charset=utf-8",
+        "Accept": "application/json",
+    }
+
+
+@dataclass(frozen=True)
+class UpstreamResponse:
+    """What one upstream call answered, after redirects."""
+
+    status: int
+    content_type: str
+    body: bytes
+    url: str
+
+    @property
+    def ok(self) -> bool:
+        """Say whether the status is 2xx."""
+        return 200 <= self.status < 300
+
+    def text(self) -> str:
+        """Return the body as text."""
+        return self.body.decode("utf-8", errors="replace")
+
+    def json(self) -> Any:
+        """Return the body as JSON (None when empty); raise ``SessionExpired`` for HTML, ``BrokerError`` else."""
+        stripped = self.body.strip()
+        if not stripped:
+            return None
+        if "html" in self.content_type or stripped[:1] == b"<":
+            # 7.3: a login page where JSON was expected is how an expired session most likely looks.
+            raise SessionExpired("Fidelity answered with a web page instead of data: the session has expired")
+        try:
+            return json.loads(stripped)
+        except ValueError:
+            raise BrokerError(f"Fidelity sent a body that is not JSON (HTTP {self.status})") from None
+
+
+class TokenBucket:
+    """A token bucket on a ``Clock``: ``burst`` calls at once, then ``rate`` per second, first come first served."""
+
+    def __init__(self, rate: float, burst: int, clock: Clock) -> None:
+        if rate <= 0 or burst < 1:
+            raise ValueError("rate must be positive and burst at least 1")
+        self._rate = rate
+        self._burst = float(burst)
+        self._clock = clock
+        self._tokens = float(burst)
+        self._stamp = clock.monotonic()
+        self._lock = asyncio.Lock()
+
+    async def acquire(self) -> None:
+        """Wait until a call may go out, then take its token."""
+        # The lock queues waiters in arrival order; cancelling a waiter releases it and takes nothing.
+        async with self._lock:
+            while True:
+                now = self._clock.monotonic()
+                self._tokens = min(self._burst, self._tokens + (now - self._stamp) * self._rate)
+                self._stamp = now
+                if self._tokens >= 1:
+                    self._tokens -= 1
+                    return
+                await self._clock.sleep((1 - self._tokens) / self._rate)
+
+
+class FidelityHttp:
+    """One login session's HTTP client (see the module docstring)."""
+
+    def __init__(self, config: FidelityConfig, router: UpstreamRouter, clock: Clock, limiter: TokenBucket) -> None:
+        self._config = config
+        self._router = router
+        self._limiter = limiter
+        self._clock = clock
+        # aiohttp's default jar drops cookies from hosts that are IP addresses (a routed fake): stack-notes.md.
+        jar = aiohttp.CookieJar(unsafe=router.routed)
+        self._session = aiohttp.ClientSession(
+            cookie_jar=jar, timeout=aiohttp.ClientTimeout(total=config.request_timeout)
+        )
+        self._inflight: dict[tuple[str, str, str, Profile], asyncio.Task[UpstreamResponse]] = {}
+        self.upstream_calls = 0
+
+    @property
+    def closed(self) -> bool:
+        """Say whether the session has been closed."""
+        return self._session.closed
+
+    def cookies(self) -> dict[str, str]:
+        """Return the session cookies by name (for the WebSocket upstreams, which send them by hand)."""
+        return {morsel.key: morsel.value for morsel in self._session.cookie_jar}
+
+    async def close(self) -> None:
+        """Cancel shared reads in flight and close the session; idempotent."""
+        tasks = list(self._inflight.values())
+        self._inflight.clear()
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(BaseException):
+                await task
+        await self._session.close()
+
+    # --- calls ----------------------------------------------------------------------------------
+
+    async def call(
+        self,
+        method: str,
+        url: str,
+        *,
+        profile: Profile = Profile.DATA,
+        body: Any = None,
+        headers: Mapping[str, str] | None = None,
+        read: bool | None = None,
+        request_id: bool = True,
+    ) -> UpstreamResponse:
+        """Send one request and return the response whatever its status; raise only for transport failures.
+
+        ``read`` marks a call that changes nothing upstream (default: GETs), so identical concurrent ones
+        share a single upstream call.
+        """
+        payload = None if body is None else json.dumps(body, separators=(",", ":"), sort_keys=True)
+        extra = dict(headers or {})
+        if read is None:
+            read = method == "GET"
+        if not read:
+            return await self._send(method, url, profile, payload, extra, request_id)
+        key = (method, url, (payload or "") + json.dumps(sorted(extra.items())), profile)
+        task = self._inflight.get(key)
+        if task is None:
+            task = asyncio.get_running_loop().create_task(
+                self._send(method, url, profile, payload, extra, request_id), name=f"fidelity {method} {url}"
+            )
+            self._inflight[key] = task
+            task.add_done_callback(lambda done: self._forget(key, done))
+        # Shielded: one caller giving up must not cancel the call the others wait for.
+        return await asyncio.shield(task)
+
+    async def json(
+        self,
+        method: str,
+        url: str,
+        *,
+        body: Any = None,
+        headers: Mapping[str, str] | None = None,
+        read: bool | None = None,
+        what: str = "request",
+    ) -> Any:
+        """Send a data-profile request and return its JSON; map expiry, HTTP and business errors to domain ones."""
+        response = await self.call(method, url, body=body, headers=headers, read=read)
+        raise_for_status(response, what)
+        payload = response.json()
+        raise_for_business_error(payload, what)
+        return payload
+
+    def _forget(self, key: tuple[str, str, str, Profile], task: asyncio.Task[UpstreamResponse]) -> None:
+        if self._inflight.get(key) is task:
+            del self._inflight[key]
+        if not task.cancelled():
+            task.exception()  # mark retrieved: every waiter may have given up
+
+    async def _send(
+        self, method: str, url: str, profile: Profile, payload: str | None, extra: dict[str, str], request_id: bool
+    ) -> UpstreamResponse:
+        headers = profile_headers(profile, self._config.app_version)
+        headers.update(extra)
+        current = URL(url)
+        try:
+            for _ in range(_MAX_REDIRECTS + 1):
+                if request_id:
+                    headers["fsreqid"] = new_request_id()
+                await self._limiter.acquire()
+                self.upstream_calls += 1
+                log.debug("Fidelity %s %s%s", method, current.host, current.path)  # never bodies: they hold secrets
+                async with self._session.request(
+                    method,
+                    self._router.url(str(current)),
+                    data=payload,
+                    headers=headers,
+                    allow_redirects=False,
+                ) as response:
+                    body = await response.read()
+                    location = response.headers.get("Location")
+                    status = response.status
+                    content_type = response.headers.get("Content-Type", "").lower()
+                if status in (301, 302, 303, 307, 308) and location:
+                    target = self._unroute(current.join(URL(location)))
+                    if profile is Profile.DATA and _LOGIN_PATH.search(target.path):
+                        raise SessionExpired("Fidelity redirected to its login page: the session has expired")
+                    current = target
+                    if status == 303 or (status in (301, 302) and method == "POST"):
+                        method, payload = "GET", None
+                    continue
+                return UpstreamResponse(status, content_type, body, str(current))
+        except TimeoutError:
+            raise BrokerError(
+                f"Fidelity did not answer within {self._config.request_timeout:g} s ({current.host})"
+            ) from None
+        except aiohttp.ClientError as exc:
+            raise BrokerError(f"Cannot reach Fidelity ({current.host}): {type(exc).__name__}") from None
+        raise BrokerError(f"Fidelity redirected more than {_MAX_REDIRECTS} times ({current.host})")
+
+    def _unroute(self, target: URL) -> URL:
+        """Turn a redirect target on the routed base back into the original host's URL."""
+        if not self._router.routed or not target.is_absolute():
+            return target
+        base = self._router.url("https://routing.probe/")
+        if (target.host, target.port) != (base.host, base.port):
+            return target
+        host, _, rest = target.raw_path.lstrip("/").partition("/")
+        query = f"?{target.raw_query_string}" if target.raw_query_string else ""
+        return URL(f"https://{host}/{rest}{query}", encoded=True)
+
+
+# --- error mapping ------------------------------------------------------------------------------
+
+
+def raise_for_status(response: UpstreamResponse, what: str) -> None:
+    """Raise ``SessionExpired`` for 401/403 and ``BrokerError`` (with the upstream message) for other non-2xx."""
+    if response.ok:
+        return
+    if response.status in (401, 403):
+        raise SessionExpired(f"Fidelity refused the session (HTTP {response.status}): log in again")
+    message = upstream_message(response)
+    suffix = f": {message}" if message else ""
+    raise BrokerError(
+        f"Fidelity {what} failed (HTTP {response.status}){suffix}",
+        details={"upstream_status": response.status},
+    )
+
+
+def upstream_message(response: UpstreamResponse) -> str | None:
+    """Return the human message an error body carries, if any (JSON messages, else a short text body)."""
+    try:
+        payload = json.loads(response.body) if response.body.strip() else None
+    except ValueError:
+        payload = None
+    if payload is None:
+        text = response.text().strip()
+        return text[:200] if text and "html" not in response.content_type and not text.startswith("<") else None
+    for record in v.walk_dicts(payload):
+        for key in ("message", "errorMessage", "error_description", "detail", "text"):
+            value = v.text(record.get(key))
+            if value:
+                return value[:300]
+    return None
+
+
+def parse_upstream_detail(detail: str) -> tuple[str | None, str]:
+    """Split ``Code=<X>,Text=<msg>,Source=<s>`` (7.2) into the code and the message; other text is the message."""
+    match = _UPSTREAM_CODE.search(detail.strip())
+    if match is None:
+        return None, detail.strip()
+    return match.group(1).strip() or None, match.group(2).strip()
+
+
+def raise_for_business_error(payload: Any, what: str) -> None:
+    """Raise ``BrokerError`` when a 200 body says ``respTypeCode "E"`` (7.1), with the upstream's message."""
+    failed = [record for record in v.walk_dicts(payload) if v.text(record.get("respTypeCode")) == "E"]
+    if not failed:
+        return
+    messages: list[str] = []
+    codes: list[str] = []
+    for record in v.walk_dicts(payload):
+        kind = (v.text(record.get("type")) or v.text(record.get("severity")) or "").lower()
+        detail = v.text(record.get("detail")) or v.text(record.get("message"))
+        if kind != "error" or not detail:
+            continue
+        code, message = parse_upstream_detail(detail)
+        if message and message not in messages:
+            messages.append(message)
+            codes.append(code or v.text_or(record.get("code")))
+    text = "; ".join(messages) or "the request was refused"
+    raise BrokerError(
+        f"Fidelity refused the {what}: {text}",
+        details={"upstream_codes": [code for code in codes if code]},
+    )
