@@ -27,6 +27,11 @@ import pyotp
 from aiohttp import web
 
 from tests.fakes import fidelity_payloads as p
+from tests.fakes.fidelity_market_data import FakeMarketData
+from tests.fakes.fidelity_orders import FakeOrders
+from tests.fakes.fidelity_research import FakeResearch
+from tests.fakes.fidelity_routes import GroupRoutes
+from tests.fakes.fidelity_user_data import FakeUserData
 from tests.fakes.mdds_server import FakeMdds
 
 DIG = "digital.fidelity.com"
@@ -76,6 +81,14 @@ class FakeFidelity:
         self._holds: dict[str, asyncio.Event] = {}
         self._runner: web.AppRunner | None = None
         self._port = 0
+        # One object per endpoint group, each with its own state and routes (tests/fakes/fidelity_*.py).
+        self.orders = FakeOrders(self)
+        self.market_data = FakeMarketData(self)
+        self.research = FakeResearch(self)
+        self.user_data = FakeUserData(self)
+        self.group_routes: GroupRoutes = {}
+        for group in (self.orders, self.market_data, self.research, self.user_data):
+            self.group_routes.update(group.routes())
 
     # --- lifecycle ------------------------------------------------------------------------------
 
@@ -156,6 +169,9 @@ class FakeFidelity:
             return self._expired()
         if path == "/ftgw/digital/portfolio/extendsession":
             return web.Response(status=200)
+        group_route = self.group_routes.get((host, path))
+        if group_route is not None:
+            return await group_route(self, request, body)
         if host in (DP, DPXQ1):
             return self._data(path, body or {})
         return web.json_response({"message": f"no such path {path}"}, status=404)

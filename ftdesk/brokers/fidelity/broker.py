@@ -21,9 +21,14 @@ from ftdesk.brokers.fidelity import accounts as acct
 from ftdesk.brokers.fidelity.auth import SecurityContext, extend_session, log_in, log_out
 from ftdesk.brokers.fidelity.config import FidelityConfig
 from ftdesk.brokers.fidelity.http import FidelityHttp, TokenBucket
+from ftdesk.brokers.fidelity.market_data import MarketDataModule
 from ftdesk.brokers.fidelity.mdds import MddsQuoteFeed
+from ftdesk.brokers.fidelity.module import FidelityModule
+from ftdesk.brokers.fidelity.orders import OrdersModule
 from ftdesk.brokers.fidelity.pending import NotYetImplemented
+from ftdesk.brokers.fidelity.research import ResearchModule
 from ftdesk.brokers.fidelity.routing import UpstreamRouter
+from ftdesk.brokers.fidelity.user_data import UserDataModule
 from ftdesk.brokers.fidelity.values import NEW_YORK
 from ftdesk.domain.accounts import (
     Account,
@@ -66,7 +71,7 @@ class UnconfiguredAccountEvents:
         raise StreamingUnavailable(self.unavailable_reason() or "Account events are not configured")
 
 
-class FidelityBroker(NotYetImplemented):
+class FidelityBroker(OrdersModule, MarketDataModule, ResearchModule, UserDataModule, NotYetImplemented, FidelityModule):
     """The Fidelity Trader+ upstream (see the module docstring)."""
 
     name = "fidelity"
