@@ -32,6 +32,7 @@ import contextlib
 import itertools
 import logging
 from collections.abc import Iterable
+from datetime import datetime
 
 from ftdesk.brokers.base import QuoteConnection, QuoteFeed, QuoteFeedMessage, SymbolError
 from ftdesk.domain.clock import Clock
@@ -49,7 +50,7 @@ from ftdesk.streaming.models import (
     SymbolSubscription,
 )
 from ftdesk.streaming.supervisor import SupervisedStream, describe, drain
-from ftdesk.streaming.timing import sleep_until, wait_event_until
+from ftdesk.streaming.timing import sleep_until
 
 log = logging.getLogger(__name__)
 
@@ -83,6 +84,11 @@ class QuoteConsumer:
         self._buffer: ConflatingBuffer[QuoteItem] = ConflatingBuffer()
         self._wake = asyncio.Event()
         self._closed_reason: str | None = None
+        # The get() timeout's timer outlives a get() that returned with updates: a stream calls get() once
+        # per batch, and a timer per call cost more than the rest of the delivery (one Qt timer each under
+        # qasync). A timer set for an earlier deadline only wakes get() early; it then waits again.
+        self._alarm: asyncio.Task[None] | None = None
+        self._alarm_deadline = 0.0
 
     @property
     def symbols(self) -> list[str]:
@@ -125,10 +131,35 @@ class QuoteConsumer:
                 raise ConsumerClosed(self._closed_reason)
             if self._buffer:
                 return self._buffer.drain()
-            if deadline is not None and self._clock.monotonic() >= deadline:
-                return []
+            if deadline is not None:
+                if self._clock.monotonic() >= deadline:
+                    return []
+                self._set_alarm(deadline)
             self._wake.clear()
-            await wait_event_until(self._clock, self._wake, deadline)
+            try:
+                await self._wake.wait()
+            except asyncio.CancelledError:
+                self._cancel_alarm()  # nobody waits any more: leave no timer behind
+                raise
+
+    def _set_alarm(self, deadline: float) -> None:
+        """Make sure ``_wake`` is set at ``deadline`` at the latest."""
+        alarm = self._alarm
+        if alarm is not None and not alarm.done():
+            if self._alarm_deadline <= deadline:
+                return
+            alarm.cancel()
+        self._alarm_deadline = deadline
+        self._alarm = asyncio.ensure_future(self._ring(deadline))
+
+    async def _ring(self, deadline: float) -> None:
+        await sleep_until(self._clock, deadline)
+        self._wake.set()
+
+    def _cancel_alarm(self) -> None:
+        if self._alarm is not None:
+            self._alarm.cancel()
+            self._alarm = None
 
     def status(self) -> ConsumerStatus:
         """Return this consumer's counters."""
@@ -155,6 +186,7 @@ class QuoteConsumer:
         self._hub._forget_consumer(self)
         self._closed_reason = reason
         self._buffer.clear()
+        self._cancel_alarm()
         self._wake.set()
 
 
@@ -280,6 +312,16 @@ class QuoteHub(SupervisedStream[QuoteConnection]):
     def state(self) -> HubState:
         """Return the connection state."""
         return self._state
+
+    @property
+    def since(self) -> datetime:
+        """Return when the hub entered its current state (UTC)."""
+        return self._since
+
+    @property
+    def last_error(self) -> str | None:
+        """Return why the last connection ended or could not be opened, if one did."""
+        return self._last_error
 
     @property
     def upstream_symbols(self) -> list[str]:

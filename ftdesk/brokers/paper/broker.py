@@ -13,7 +13,7 @@ import contextlib
 import logging
 import random
 import secrets
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from datetime import date, datetime
 from pathlib import Path
 
@@ -566,3 +566,7 @@ class _LazyMarket:
     def quote(self, symbol: str) -> Quote:
         """Return a quote."""
         return self._broker.market.quote(symbol)
+
+    def warm_up(self, symbol: str) -> Iterator[None]:
+        """Prepare a symbol's first quote in small steps (see ``MarketSimulator.warm_up``)."""
+        return self._broker.market.warm_up(symbol)

@@ -5,6 +5,11 @@ and yields one quote per subscribed symbol per tick, leaving out quotes that did
 ``EventBus`` is where the ledger, order engine and alerts publish; ``PaperAccountEventFeed`` plays BEPS
 by opening connections on that bus. The streaming hub owns reconnects and fan-out, so these only speak
 the protocols of ``ftdesk.brokers.base``.
+
+The first quote of a symbol the simulated market has not computed yet costs about 10 ms (its history
+since 2020 and today's minutes). A market that can ``warm_up`` a symbol in small steps gets a yield to
+the event loop after each step, so subscribing 100 cold symbols interleaves with everything else on the
+loop instead of stalling it for a second.
 """
 
 from __future__ import annotations
@@ -12,8 +17,8 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import deque
-from collections.abc import AsyncIterator, Callable, Sequence
-from typing import Any
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from typing import Any, Protocol, runtime_checkable
 
 from ftdesk.brokers.base import QuoteFeedMessage, SymbolError
 from ftdesk.brokers.paper.ports import MarketView
@@ -138,6 +143,15 @@ class PaperAccountEventFeed:
 # --- quotes ------------------------------------------------------------------------------------
 
 
+@runtime_checkable
+class WarmableMarket(Protocol):
+    """A market that can prepare a symbol's first quote in steps (``MarketSimulator.warm_up``)."""
+
+    def warm_up(self, symbol: str) -> Iterator[None]:
+        """Do the work a first quote needs, yielding between steps of about a millisecond."""
+        ...
+
+
 def _content(quote: Quote) -> dict[str, Any]:
     """Return what a trader sees change in a quote (its timestamp alone is not a change)."""
     return quote.model_dump(exclude={"time"})
@@ -163,6 +177,7 @@ class PaperQuoteConnection:
         self._errors: deque[SymbolError] = deque()
         self._wake = asyncio.Event()
         self._closed = False
+        self._warm_up = market.warm_up if isinstance(market, WarmableMarket) else None
 
     @property
     def closed(self) -> bool:
@@ -183,14 +198,19 @@ class PaperQuoteConnection:
         if self._closed:
             raise BrokerError("The market-data connection is closed")
         for symbol in dict.fromkeys(symbols):
+            await self._warm(symbol)  # also what the instrument check of an option costs when cold
+            if self._closed:  # closed meanwhile: the next connection subscribes afresh
+                return
             try:
                 self._market.instrument(symbol)
             except NotFound:
                 self._errors.append(SymbolError(symbol, "unknown symbol"))
+                self._wake.set()
                 continue
             self._subscribed[symbol] = None
             self._fresh[symbol] = None
             self._last_sent.pop(symbol, None)  # a subscribe always gets the current quote
+            self._wake.set()  # quoted while the next symbol warms up
         self._wake.set()
 
     async def unsubscribe(self, symbols: Sequence[str]) -> None:
@@ -219,6 +239,7 @@ class PaperQuoteConnection:
                 await self._sleep_until(next_tick)
                 continue
             for symbol in batch:
+                await self._warm(symbol)  # a no-op once warm; after midnight each symbol builds a new day
                 message = self._changed_quote(symbol)
                 if self._closed:
                     return
@@ -237,6 +258,15 @@ class PaperQuoteConnection:
         self._errors.clear()
         self._wake.set()
         self._on_close(self)
+
+    async def _warm(self, symbol: str) -> None:
+        """Let the market prepare a symbol's quote, yielding to the event loop after each step."""
+        if self._warm_up is None:
+            return
+        for _ in self._warm_up(symbol):
+            await asyncio.sleep(0)
+            if self._closed:
+                return
 
     def _changed_quote(self, symbol: str) -> QuoteFeedMessage | None:
         """Return the symbol's quote if it is subscribed and changed since last sent, or its error."""

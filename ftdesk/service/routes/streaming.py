@@ -48,6 +48,8 @@ MAX_WS_MESSAGE_BYTES = 64 * 1024
 WS_CLOSE_TIMEOUT = 1.0
 """Seconds the server waits for the client's close frame after closing a WebSocket."""
 SYMBOL_UNAVAILABLE = "SYMBOL_UNAVAILABLE"
+QUOTE_JSON_CAPACITY = 4096
+"""Most symbols whose latest quote JSON is kept for sharing between streams."""
 
 StreamSymbols = Annotated[
     list[Symbol],
@@ -196,12 +198,12 @@ def shared_quotes(hub: QuoteHub) -> SharedQuotes:
 
 def stream_state(hub: QuoteHub) -> StreamState:
     """Return the hub's connection state as status frames carry it."""
-    status = hub.status()
+    # Not hub.status(): that builds every consumer's counters, and each new stream calls this.
     return StreamState(
-        state=status.state,
-        description=STATE_DESCRIPTIONS[status.state],
-        since=status.since.isoformat(),
-        last_error=status.last_error,
+        state=hub.state,
+        description=STATE_DESCRIPTIONS[hub.state],
+        since=hub.since.isoformat(),
+        last_error=hub.last_error,
     )
 
 
@@ -214,14 +216,62 @@ def _json(data: dict[str, Any]) -> str:
     return json.dumps(data, separators=(",", ":"), ensure_ascii=False)
 
 
+class QuoteJson:
+    """The JSON of each symbol's latest item, made once and shared by every stream that sends that item.
+
+    The hub hands the same item object to every consumer holding the symbol, so serialising it per stream
+    was the larger part of a delivery's cost with many streams. One slot per symbol, checked by identity;
+    emptied when it holds ``QUOTE_JSON_CAPACITY`` symbols, so symbols nobody streams any more do not pile up.
+    """
+
+    def __init__(self) -> None:
+        self._sse: dict[str, tuple[QuoteItem, str]] = {}
+        self._ws: dict[str, tuple[QuoteItem, str]] = {}
+
+    def sse_frame(self, item: QuoteItem) -> tuple[str, str]:
+        """Return the SSE event name and data of an item."""
+        if isinstance(item, QuoteError):
+            return "error", _json(symbol_error(item))
+        cached = self._sse.get(item.symbol)
+        if cached is None or cached[0] is not item:
+            if len(self._sse) >= QUOTE_JSON_CAPACITY:
+                self._sse.clear()
+            cached = self._sse[item.symbol] = (item, item.model_dump_json())
+        return "quote", cached[1]
+
+    def ws_frame(self, item: QuoteItem) -> str:
+        """Return the WebSocket text frame of an item."""
+        if isinstance(item, QuoteError):
+            return _json({"type": "error", **symbol_error(item)})
+        cached = self._ws.get(item.symbol)
+        if cached is None or cached[0] is not item:
+            if len(self._ws) >= QUOTE_JSON_CAPACITY:
+                self._ws.clear()
+            cached = self._ws[item.symbol] = (item, _json({"type": "quote", **item.model_dump(mode="json")}))
+        return cached[1]
+
+
+# Keyed by hub like the shared sets.
+_quote_json: weakref.WeakKeyDictionary[QuoteHub, QuoteJson] = weakref.WeakKeyDictionary()
+
+
+def quote_json(hub: QuoteHub) -> QuoteJson:
+    """Return the hub's shared JSON cache, making it on first use."""
+    cache = _quote_json.get(hub)
+    if cache is None:
+        cache = _quote_json[hub] = QuoteJson()
+    return cache
+
+
 # --- SSE -------------------------------------------------------------------------------------------
 
 
 class _SseWriter:
     """Formats SSE frames with a per-connection event id."""
 
-    def __init__(self, response: web.StreamResponse) -> None:
+    def __init__(self, response: web.StreamResponse, encoded: QuoteJson) -> None:
         self._response = response
+        self._encoded = encoded
         self._next_id = 1
 
     def frame(self, event: str, data: str) -> str:
@@ -230,16 +280,14 @@ class _SseWriter:
         return frame
 
     def item(self, item: QuoteItem) -> str:
-        if isinstance(item, QuoteError):
-            return self.frame("error", _json(symbol_error(item)))
-        return self.frame("quote", item.model_dump_json())
+        return self.frame(*self._encoded.sse_frame(item))
 
     async def write(self, text: str) -> None:
         await self._response.write(text.encode("utf-8"))
 
 
 async def _pump_sse(response: web.StreamResponse, consumer: QuoteConsumer, hub: QuoteHub) -> None:
-    sse = _SseWriter(response)
+    sse = _SseWriter(response, quote_json(hub))
     state = stream_state(hub)
     await sse.write(f"retry: {SSE_RETRY_MS}\n\n" + sse.frame("status", state.model_dump_json()))
     while True:
@@ -315,8 +363,9 @@ async def stream_quotes(call: Call[None, QuoteStreamQuery]) -> web.StreamRespons
         response.charset = "utf-8"
         with ctx.streams.track(response):
             await response.prepare(call.request)
-            # A client that went away shows up as a failed write (a quote or the next heartbeat).
-            with contextlib.suppress(ConnectionResetError):
+            # A client that went away shows up as a failed write (a quote or the next heartbeat): a reset,
+            # or aiohttp's plain ConnectionError when it goes while a write waits for the socket to drain.
+            with contextlib.suppress(ConnectionError):
                 await _pump_sse(response, consumer, hub)
         return response
     finally:
@@ -484,8 +533,9 @@ async def stream_events(call: Call[None, EventStreamQuery]) -> web.StreamRespons
         response.charset = "utf-8"
         with ctx.streams.track(response):
             await response.prepare(call.request)
-            # A client that went away shows up as a failed write (an event or the next heartbeat).
-            with contextlib.suppress(ConnectionResetError):
+            # A client that went away shows up as a failed write (an event or the next heartbeat), as in
+            # stream_quotes.
+            with contextlib.suppress(ConnectionError):
                 await _pump_events(response, consumer, hub, missed=replay.missed)
         return response
     finally:
@@ -531,6 +581,7 @@ def _ws_reply(consumer: QuoteConsumer, text: str) -> dict[str, Any]:
 
 
 async def _pump_ws(ws: web.WebSocketResponse, consumer: QuoteConsumer, hub: QuoteHub, send_lock: asyncio.Lock) -> None:
+    encoded = quote_json(hub)
     state = stream_state(hub)
     async with send_lock:
         await ws.send_str(_json({"type": "status", **state.model_dump(mode="json")}))
@@ -541,18 +592,14 @@ async def _pump_ws(ws: web.WebSocketResponse, consumer: QuoteConsumer, hub: Quot
             # The hub is shutting down: tell the client to come back later.
             await ws.close(code=WSCloseCode.GOING_AWAY, message=b"server shutting down")
             return
-        frames: list[dict[str, Any]] = []
+        texts: list[str] = []
         if hub.state is not state.state:
             state = stream_state(hub)
-            frames.append({"type": "status", **state.model_dump(mode="json")})
-        for item in batch:
-            if isinstance(item, QuoteError):
-                frames.append({"type": "error", **symbol_error(item)})
-            else:
-                frames.append({"type": "quote", **item.model_dump(mode="json")})
+            texts.append(_json({"type": "status", **state.model_dump(mode="json")}))
+        texts += [encoded.ws_frame(item) for item in batch]
         async with send_lock:
-            for frame in frames:
-                await ws.send_str(_json(frame))
+            for text in texts:
+                await ws.send_str(text)
 
 
 WS_DESCRIPTION = f"""\
@@ -618,8 +665,8 @@ async def quotes_websocket(call: Call[None, None]) -> web.StreamResponse:
                         break
                     async with send_lock:
                         await ws.send_str(_json(reply))
-            except ConnectionResetError:
-                pass  # the client went away mid-reply
+            except ConnectionError:
+                pass  # the client went away mid-reply (a reset, or lost while the reply waited to drain)
             finally:
                 sender.cancel()
                 await asyncio.gather(sender, return_exceptions=True)
