@@ -280,14 +280,6 @@ async def test_unknown_accounts_and_upstream_errors(broker: FidelityBroker, fake
         await broker.get_positions(p.MARGIN)
 
 
-async def test_not_yet_implemented_groups_say_so(broker: FidelityBroker) -> None:
-    await broker.login(credentials())
-    with pytest.raises(e.BrokerError, match=r"Orders is not implemented for the Fidelity broker yet"):
-        await broker.get_order_status(None)
-    with pytest.raises(e.BrokerError, match="Market data"):
-        await broker.get_montage("AAPL")
-
-
 async def test_the_session_cookies_open_mdds(broker: FidelityBroker, fake: FakeFidelity) -> None:
     await broker.login(credentials())
     mdds = FakeMdds(cookie=("ATC", broker.cookies()["ATC"]))

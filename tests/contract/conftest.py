@@ -1,9 +1,4 @@
-"""Brokers the contract suite runs against: paper, and the Fidelity adapter on its fake upstream servers.
-
-The Fidelity adapter implements session, accounts/portfolio and MDDS quotes so far; the contract tests of
-the other groups are skipped for it (not xfailed: some would pass for the wrong reason, since a
-"not implemented" BrokerError satisfies a test that expects a refusal).
-"""
+"""Brokers the contract suite runs against: paper, and the Fidelity adapter on its fake upstream servers."""
 
 from __future__ import annotations
 
@@ -23,26 +18,6 @@ from ftdesk.domain.session import Credentials
 from tests.fakes.clock import ManualClock
 from tests.fakes.fidelity_server import FakeFidelity
 from tests.fakes.mdds_server import FakeMdds
-
-# Contract tests that need a Fidelity group a later session adds (issue 7), and what it is.
-FIDELITY_NOT_YET = {
-    "test_a_resting_limit_order_lives_through_preview_place_status_and_cancel": "orders module",
-    "test_place_without_a_matching_preview_is_refused": "orders module",
-    "test_market_data_for_a_held_symbol": "market-data REST module",
-    "test_option_chain_and_analytics": "market-data REST and research modules",
-    "test_research_calendars_search_and_screener": "research and user-data modules",
-    "test_notebook_crud": "research module (notebook)",
-    "test_watchlists_preferences_and_price_triggers": "user-data module",
-}
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Skip, for the Fidelity broker only, the contract tests of groups it does not implement yet."""
-    for item in items:
-        callspec = getattr(item, "callspec", None)
-        name = getattr(item, "originalname", item.name)
-        if callspec is not None and callspec.params.get("broker") == "fidelity" and name in FIDELITY_NOT_YET:
-            item.add_marker(pytest.mark.skip(reason=f"Fidelity {FIDELITY_NOT_YET[name]} not implemented yet"))
 
 
 @pytest.fixture

@@ -1,13 +1,103 @@
-"""The fake Fidelity upstream's order entry and status (reference 4.10-4.19): an order book per account."""
+"""The fake Fidelity upstream's order entry and status (reference 4.10-4.19): an order book per account.
+
+Behaviour (8.6): a preview checks the symbol and the limit's distance from the last trade, answers ``V``
+with a fresh 8-character ``confNum`` and remembers the previewed body; a place must carry an unused
+preview's ``confNum`` with the same body and the indicators of its kind (4.11a), answers ``A`` with the
+same ``confNum`` and books an ``OPEN`` order; cancel moves it to ``VERIFIED_CANCEL``; cancel-replace
+cancels ``orderNumOrig`` and books the new order. Refusals are HTTP 200 with ``respTypeCode "E"`` and an
+``orderConfirmMsgs`` error in the ``Code=...,Text=...`` form. Numbers mix JSON numbers and strings (2.4).
+"""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import copy
+import json
+import secrets
+import string
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
+from aiohttp import web
+
+from tests.fakes import fidelity_orders_payloads as op
 from tests.fakes.fidelity_routes import GroupRoutes
 
 if TYPE_CHECKING:
     from tests.fakes.fidelity_server import FakeFidelity
+
+DP = "dpservice.fidelity.com"
+BASE = "/ftgw/dp/orderentry"
+STATUS_PATH = "/ftgw/dp/retail-order-status/v3/accounts/orders/status-summary"
+COND_REPLACE = "/ftgw/dp/retail-condition-replace/v1/accounts/orders/conditional/replace"
+STAGING = "/ftgw/dp/ent-research-staging/v1/customers/staged-order"
+AGREEMENT_PATH = "/ftgw/dp/trade/useragreement/modify/v1"
+
+LAST_PRICES = {"AAPL": 182.50, "LGVN": 0.93, "SPAXX": 1.00, "QS": 6.18, "TSLA": 250.00, "SPY": 646.41}
+OPTION_PRICES = {"QS270115C7": 1.54, "QS280121C7": 2.55, "QS280121C12": 1.62, "UNH260618C350": 4.65}
+_ACTION_DESC = {
+    "B": "Buy",
+    "S": "Sell",
+    "SH": "Sell Short",
+    "BH": "Buy to Cover",
+    "BC": "Buy Call",
+    "SC": "Sell Call",
+    "BP": "Buy Put",
+    "SP": "Sell Put",
+    "BO": "Buy to Open",
+    "SO": "Sell to Open",
+}
+# Place indicators per kind (4.11a): equity and replace true/true, option false/false, multi-leg none.
+_INDICATORS = {"equity": True, "replace": True, "option": False}
+_PLACE_ONLY = ("confNum", "previewInd", "confInd", "mktRouteCode", "reqTypeCode")
+
+
+def new_conf_num() -> str:
+    """Return an 8-character upper-case alphanumeric confirmation number (2.6)."""
+    return "".join(secrets.choice(string.ascii_uppercase + string.digits) for _ in range(8))
+
+
+def _strip(value: Any) -> Any:
+    """Return a body without the keys a place adds or drops, to compare it with its preview."""
+    if isinstance(value, dict):
+        return {k: _strip(v) for k, v in value.items() if k not in _PLACE_ONLY}
+    if isinstance(value, list):
+        return [_strip(item) for item in value]
+    return value
+
+
+def _canonical(value: Any) -> str:
+    return json.dumps(_strip(value), sort_keys=True)
+
+
+@dataclass
+class FakeOrder:
+    """One order in the fake's book."""
+
+    conf_num: str
+    acct_num: str
+    symbol: str
+    action: str
+    qty: float
+    price_type: str
+    limit_price: float | None
+    stop_price: float | None
+    tif: str
+    status: str = "OPEN"
+    status_desc: str = "Open"
+    entered: int = field(default_factory=lambda: int(time.time()))
+    complex_legs: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass
+class Preview:
+    """A preview waiting for its place."""
+
+    kind: str
+    acct_num: str
+    body: str
+    used: bool = False
+    orig: str | None = None
 
 
 class FakeOrders:
@@ -15,7 +105,442 @@ class FakeOrders:
 
     def __init__(self, upstream: FakeFidelity) -> None:
         self.upstream = upstream
+        self.book: dict[str, FakeOrder] = {}
+        self.previews: dict[str, Preview] = {}
+        self.staged: dict[str, dict[str, Any]] = {}
+        self.agreements: set[tuple[str, str]] = set()
 
     def routes(self) -> GroupRoutes:
         """Return this group's handlers by (host, path)."""
-        return {}
+        return {
+            (DP, STATUS_PATH): _route(self._status),
+            (DP, f"{BASE}/equity/preview/v1"): _route(lambda b: self._preview(b, "equity")),
+            (DP, f"{BASE}/equity/place/v1"): _route(lambda b: self._place(b, "equity")),
+            (DP, f"{BASE}/option/preview/v2"): _route(lambda b: self._preview(b, "option")),
+            (DP, f"{BASE}/option/place/v2"): _route(lambda b: self._place(b, "option")),
+            (DP, f"{BASE}/cancelandreplace/preview/v1"): _route(lambda b: self._preview(b, "replace")),
+            (DP, f"{BASE}/cancelandreplace/place/v1"): _route(lambda b: self._place(b, "replace")),
+            (DP, f"{BASE}/multilegoption/preview/v1"): _route(lambda b: self._multileg(b, place=False)),
+            (DP, f"{BASE}/multilegoption/place/v1"): _route(lambda b: self._multileg(b, place=True)),
+            (DP, f"{BASE}/cancel/preview/v1"): _route(lambda b: self._cancel(b, preview=True)),
+            (DP, f"{BASE}/cancel/place/v1"): _route(lambda b: self._cancel(b, preview=False)),
+            (DP, f"{BASE}/conditional/preview/v1"): _route(lambda b: self._conditional(b, place=False)),
+            (DP, f"{BASE}/conditional/place/v1"): _route(lambda b: self._conditional(b, place=True)),
+            (DP, f"{COND_REPLACE}/preview"): _route(lambda b: self._conditional(b, place=False)),
+            (DP, f"{COND_REPLACE}/place"): _route(lambda b: self._conditional(b, place=True)),
+            (DP, f"{STAGING}/get"): _route(self._staged_get),
+            (DP, f"{STAGING}/save"): _route(self._staged_save),
+            (DP, f"{STAGING}/delete"): _route(self._staged_delete),
+            (DP, AGREEMENT_PATH): _route(self._agreement),
+        }
+
+    # --- status (4.10) ------------------------------------------------------------------------------
+
+    def _status(self, body: dict[str, Any]) -> dict[str, Any]:
+        parameter = body["request"]["parameter"]
+        accts = [d["acctNum"] for d in parameter["acctDetails"]["acctDetail"]]
+        orders = [o for o in reversed(self.book.values()) if o.acct_num in accts]
+        return {
+            "order": {
+                "acctDetails": {
+                    "acctDetail": [
+                        {
+                            "acctNum": acct,
+                            "acctLevel": "B",
+                            "orderSummary": {
+                                "orderCount": sum(o.acct_num == acct for o in orders),
+                                "openCount": sum(o.acct_num == acct and o.status == "OPEN" for o in orders),
+                            },
+                        }
+                        for acct in accts
+                    ]
+                },
+                "orderDetails": {"orderDetail": [self._status_entry(o) for o in orders]},
+            }
+        }
+
+    def _status_entry(self, order: FakeOrder) -> dict[str, Any]:
+        working = order.status in ("OPEN", "UNTRIGGERED_AWAITS_PRIMARY_TRIGGER")
+        price: dict[str, Any] = {"priceTypeCode": order.price_type}
+        if order.limit_price is not None:
+            price["limitPrice"] = f"{order.limit_price:.2f}"
+        if order.stop_price is not None:
+            price["stopPrice"] = order.stop_price
+        tradable: dict[str, Any] = {"priceTypeDetail": price, "tifCode": order.tif, "marketSessionCode": "S"}
+        base: dict[str, Any] = {
+            "entryDatetime": order.entered,
+            "orderActionCode": order.action,
+            "actionCodeDesc": _ACTION_DESC.get(order.action, order.action),
+            "qty": order.qty,
+            "origQty": str(order.qty),
+            "acctTypeCode": 2,
+            "acctTypeDesc": "Margin",
+            "securityDetail": {"symbol": order.symbol, "secType": "8" if order.symbol in OPTION_PRICES else "1"},
+        }
+        if order.complex_legs:
+            base["specialOrderDetail"] = {"specialOrderCode": "C", "specialOrderName": "COMPLEX_OPTION"}
+            tradable["optionDetail"] = {"strategyCode": "CUSTOM"}
+        return {
+            "acctNum": order.acct_num,
+            "statusDetail": {
+                "statusCode": order.status,
+                "statusDesc": order.status_desc,
+                "cancelableInd": working,
+                "replaceableInd": working and not order.complex_legs and order.symbol not in OPTION_PRICES,
+                "amountDetail": {
+                    "qtyRemaining": str(order.qty) if working else "0",
+                    "qty": order.qty,
+                    "qtyExec": "0",
+                    "commission": "0.00",
+                },
+            },
+            "idDetail": {
+                "confNum": order.conf_num,
+                "systemOrderId": f"26089{order.conf_num[:5]}",
+                "orderSource": "WO#",
+            },
+            "baseOrderDetail": base,
+            "tradableSecOrderDetail": tradable,
+        }
+
+    # --- equity, option, replace (4.12, 4.13, 4.16) -------------------------------------------------------
+
+    def _preview(self, body: dict[str, Any], kind: str) -> dict[str, Any]:
+        parameter = body["request"]["parameter"]
+        wrapper = "cancelandreplace" if kind == "replace" else "preview"
+        acct = parameter["acctNum"]
+        refusal = self._check_order(parameter, wrapper, kind)
+        if refusal is not None:
+            return refusal
+        orig = parameter.get("orderNumOrig")
+        if kind == "replace":
+            old = self.book.get(orig or "")
+            if old is None or old.acct_num != acct or old.status != "OPEN":
+                return op.rejection(wrapper, acct, "RP0001", f"Order {orig} cannot be replaced")
+        conf = new_conf_num()
+        self.previews[conf] = Preview(kind, acct, _canonical(parameter), orig=orig)
+        answer = self._confirm(parameter, conf, "V", kind)
+        if kind == "replace":
+            answer["orderNumOrig"] = orig
+        return {wrapper: answer}
+
+    def _place(self, body: dict[str, Any], kind: str) -> dict[str, Any]:
+        parameter = body["request"]["parameter"]
+        wrapper = "cancelandreplace" if kind == "replace" else "place"
+        acct = parameter["acctNum"]
+        conf = parameter["baseOrderDetail"].get("confNum", "")
+        preview = self.previews.get(conf)
+        expected = _INDICATORS[kind]
+        if (
+            preview is None
+            or preview.used
+            or preview.kind != kind
+            or preview.acct_num != acct
+            or preview.body != _canonical(parameter)
+            or parameter.get("previewInd") is not expected
+            or parameter.get("confInd") is not expected
+        ):
+            return op.rejection(wrapper, acct, "OC0001", "The order does not match a current preview", conf)
+        if kind == "replace" and "mktRouteCode" in parameter["tradableSecOrderDetail"]:
+            return op.rejection(wrapper, acct, "OC0002", "mktRouteCode is not allowed on a replace", conf)
+        preview.used = True
+        if kind == "replace" and preview.orig in self.book:
+            old = self.book[preview.orig]
+            old.status, old.status_desc = "VERIFIED_CANCEL", f"Canceled (replaced by {conf})"
+        self._book(conf, acct, parameter)
+        answer = self._confirm(parameter, conf, "A", kind)
+        # The captured place omits these preview-only fields (4.12).
+        for key in ("dtcEstFee", "netProceedsInclusive"):
+            answer["orderConfirmDetail"].pop(key, None)
+        if kind == "replace":
+            answer["orderNumOrig"] = preview.orig
+        return {wrapper: answer}
+
+    def _check_order(self, parameter: dict[str, Any], wrapper: str, kind: str) -> dict[str, Any] | None:
+        acct = parameter["acctNum"]
+        symbol = parameter["baseOrderDetail"]["securityDetail"]["symbol"]
+        prices = OPTION_PRICES if kind == "option" else LAST_PRICES
+        if symbol not in prices:
+            return op.rejection(wrapper, acct, "SY0001", f"The symbol {symbol} is not valid. Please re-enter.")
+        limit = parameter["tradableSecOrderDetail"]["priceTypeDetail"].get("limitPrice")
+        last = prices[symbol]
+        if limit is not None and not last / 5 <= float(limit) <= last * 3:
+            text = (
+                "The limit price entered is too far away from the last trade for this security. "
+                "Please correct and re-submit your order."
+            )
+            return op.rejection(wrapper, acct, "MA5010", text)
+        return None
+
+    def _confirm(self, parameter: dict[str, Any], conf: str, code: str, kind: str) -> dict[str, Any]:
+        base = parameter["baseOrderDetail"]
+        symbol = base["securityDetail"]["symbol"]
+        price_detail = parameter["tradableSecOrderDetail"]["priceTypeDetail"]
+        option = kind == "option"
+        last = (OPTION_PRICES if option else LAST_PRICES)[symbol]
+        unit = float(price_detail.get("limitPrice") or price_detail.get("stopPrice") or last)
+        multiplier = 100 if option else 1
+        value = round(unit * float(base["qty"]) * multiplier, 2)
+        commission = round(0.65 * float(base["qty"]), 2) if option else 0.0
+        selling = base["orderActionCode"] in ("S", "SH", "SC", "SP")
+        fee = round(value * 0.0000278, 2) if selling else 0.0
+        net = round(value - commission - fee, 2) if selling else round(value + commission + fee, 2)
+        return {
+            "acctNum": parameter["acctNum"],
+            "orderConfirmDetail": {
+                "respTypeCode": code,
+                "confNum": conf,
+                "acctNum": parameter["acctNum"],
+                "acctTypeCode": base["acctTypeCode"],
+                "priceDetail": {
+                    "price": last,
+                    "priceDateTime": int(time.time()),
+                    "bidPrice": str(round(last - 0.01, 2)),
+                    "askPrice": round(last + 0.01, 2),
+                },
+                "estCommissionDetail": {"estCommission": f"{commission:.2f}", "typeCode": "3" if option else "30"},
+                "dtcEstFee": fee,
+                "netAmount": str(net),
+                "netProceedsInclusive": net,
+                "orderDetail": {
+                    "acctNum": parameter["acctNum"],
+                    "baseOrderDetail": {
+                        "orderActionCode": base["orderActionCode"],
+                        "actionCodeDesc": _ACTION_DESC.get(base["orderActionCode"], base["orderActionCode"]),
+                        "qty": base["qty"],
+                        "qtyTypeCode": "S",
+                        "valOfOrder": value,
+                        "securityDetail": {"symbol": symbol, "cusip": "000000000", "secDesc": f"{symbol} SECURITY"},
+                    },
+                    "tradableSecOrderDetail": copy.deepcopy(parameter["tradableSecOrderDetail"]),
+                },
+            },
+        }
+
+    def _book(self, conf: str, acct: str, parameter: dict[str, Any], status: str = "OPEN") -> FakeOrder:
+        base = parameter["baseOrderDetail"]
+        tradable = parameter["tradableSecOrderDetail"]
+        price = tradable.get("priceTypeDetail") or {}
+        security = base.get("securityDetail") or base.get("secDetail") or {}
+        order = FakeOrder(
+            conf_num=conf,
+            acct_num=acct,
+            symbol=security.get("symbol", ""),
+            action=base["orderActionCode"],
+            qty=float(base["qty"]),
+            price_type=price.get("priceTypeCode", "M"),
+            limit_price=price.get("limitPrice"),
+            stop_price=price.get("stopPrice"),
+            tif=tradable["tifCode"],
+            status=status,
+            status_desc="Open" if status == "OPEN" else "Waiting for the primary order",
+        )
+        self.book[conf] = order
+        return order
+
+    # --- multi-leg (4.14) -------------------------------------------------------------------------------
+
+    def _multileg(self, body: dict[str, Any], *, place: bool) -> dict[str, Any]:
+        parameters = body["parameters"]
+        acct = parameters["acctNum"]
+        base = parameters["baseOrderDetail"]
+        legs = base["optionDetail"]["complexOrderDetails"]
+        wrapper = "multiLegOptionResponse"
+        unknown = [
+            leg["securityDetail"]["symbol"] for leg in legs if leg["securityDetail"]["symbol"] not in OPTION_PRICES
+        ]
+        if unknown:
+            return op.rejection(wrapper, acct, "SY0001", f"The symbol {unknown[0]} is not valid. Please re-enter.")
+        if place:
+            conf = base.get("confNum", "")
+            preview = self.previews.get(conf)
+            if (
+                base.get("reqTypeCode") != "P"
+                or preview is None
+                or preview.used
+                or preview.kind != "multileg"
+                or preview.body != _canonical(parameters)
+            ):
+                return op.rejection(wrapper, acct, "OC0001", "The order does not match a current preview", conf)
+            preview.used = True
+            order = FakeOrder(
+                conf_num=conf,
+                acct_num=acct,
+                symbol=legs[0]["securityDetail"]["symbol"],
+                action=legs[0]["orderActionCode"],
+                qty=float(legs[0]["qty"]),
+                price_type="L",
+                limit_price=parameters["tradableSecOrderDetail"].get("netAmount"),
+                stop_price=None,
+                tif=parameters["tradableSecOrderDetail"]["tifCode"],
+                complex_legs=legs,
+            )
+            self.book[conf] = order
+        elif base.get("reqTypeCode") != "N":
+            return op.rejection(wrapper, acct, "OC0003", "reqTypeCode must be N to preview")
+        else:
+            conf = new_conf_num()
+            self.previews[conf] = Preview("multileg", acct, _canonical(parameters))
+        answer = copy.deepcopy(op.MULTILEG_PREVIEW_SAMPLE)
+        response = answer[wrapper]
+        response["acctNum"] = acct
+        detail = response["orderConfirmDetail"]
+        detail.update(respTypeCode="A" if place else "V", confNum=conf)
+        net = float(parameters["tradableSecOrderDetail"].get("netAmount") or 0.92)
+        detail["netAmount"] = str(net)
+        detail["finalTotalValOfOrder"] = round(net * 100 + 1.30, 2)
+        # The captured quirk: request BO/SO come back as BC/SC (4.14).
+        quirk = {"BO": "BC", "SO": "SC"}
+        detail["orderDetail"]["baseOrderDetail"]["optionDetail"]["complexOrderDetails"] = [
+            {
+                "orderActionCode": quirk.get(leg["orderActionCode"], leg["orderActionCode"]),
+                "type": "O",
+                "qty": leg["qty"],
+                "securityDetail": {"symbol": leg["securityDetail"]["symbol"], "etfInd": False},
+            }
+            for leg in legs
+        ]
+        return answer
+
+    # --- cancel (4.15) ----------------------------------------------------------------------------------
+
+    def _cancel(self, body: dict[str, Any], *, preview: bool) -> dict[str, Any]:
+        parameter = body["request"]["parameter"]
+        entry = parameter["cancelOrderDetail"][0]
+        conf, acct = entry["confNum"], entry["acctNum"]
+        wrapper = "preview" if preview else "place"
+        order = self.book.get(conf)
+        if parameter.get("previewInd") is not preview or parameter.get("confInd") is not False:
+            return op.rejection(wrapper, acct, "CX0003", "Bad cancel indicators", conf)
+        if order is None or order.acct_num != acct:
+            return op.rejection(wrapper, acct, "CX0001", f"Order {conf} was not found", conf)
+        if order.status not in ("OPEN", "UNTRIGGERED_AWAITS_PRIMARY_TRIGGER"):
+            return op.rejection(wrapper, acct, "CX0002", f"Order {conf} can no longer be canceled", conf)
+        detail: dict[str, Any] = {
+            "respTypeCode": "A",
+            "confNum": conf,
+            "acctNum": acct,
+            "actionCode": entry["actionCode"],
+            "actionCodeDesc": _ACTION_DESC.get(entry["actionCode"], entry["actionCode"]),
+            "origQty": order.qty,
+            "execQty": "0",
+            "remainingQty": str(order.qty),
+        }
+        if preview:
+            detail.update(estProceeds="0.00", commission=0)
+            return {wrapper: {"cancelPreviewDetail": [detail]}}
+        order.status, order.status_desc = "VERIFIED_CANCEL", "Canceled"
+        return {wrapper: {"cancelConfirmDetail": [detail]}}
+
+    # --- conditional (4.17) ------------------------------------------------------------------------------
+
+    def _conditional(self, body: dict[str, Any], *, place: bool) -> dict[str, Any]:
+        parameters = body["parameters"]
+        acct = parameters["acctNum"]
+        kind = parameters["condOrderTypeCode"]
+        legs = parameters["condOrderDetails"]
+        wrapper = "place" if place else "preview"
+        for leg in legs:
+            symbol = leg["baseOrderDetail"]["secDetail"]["symbol"]
+            if symbol not in LAST_PRICES:
+                return op.rejection(wrapper, acct, "SY0001", f"The symbol {symbol} is not valid. Please re-enter.")
+        if not place:
+            confs = [new_conf_num() for _ in legs]
+            for conf in confs:
+                self.previews[conf] = Preview("conditional", acct, _canonical(parameters), orig=",".join(confs))
+        else:
+            sent = [leg["baseOrderDetail"].get("confNum") for leg in legs]
+            group = self.previews.get(sent[1] or "")
+            all_confs = (group.orig or "").split(",") if group else []
+            # Both readings of 4.17 are accepted: leg i carries preview leg i-1's conf_num, or its own.
+            if (
+                group is None
+                or group.used
+                or sent[0] is not None
+                or group.body != _canonical(parameters)
+                or sent[1:] not in (all_confs[: len(legs) - 1], all_confs[1:])
+                or parameters.get("previewInd") is not False
+            ):
+                return op.rejection(wrapper, acct, "OC0001", "The order does not match a current preview")
+            confs = all_confs
+            for conf in confs:
+                self.previews[conf].used = True
+            for index, (conf, leg) in enumerate(zip(confs, legs, strict=True)):
+                waits = index > 0 and kind in ("OTO", "OTOCO")
+                self._book(conf, acct, leg, "UNTRIGGERED_AWAITS_PRIMARY_TRIGGER" if waits else "OPEN")
+        answers = []
+        for conf, leg in zip(confs, legs, strict=True):
+            base = leg["baseOrderDetail"]
+            price = leg["tradableSecOrderDetail"]["priceTypeDetail"]
+            unit = float(price.get("limitPrice") or price.get("stopPrice") or LAST_PRICES[base["secDetail"]["symbol"]])
+            value = round(unit * float(base["qty"]), 2)
+            answers.append(
+                {
+                    "orderConfirmDetail": {
+                        "respTypeCode": "A" if place else "V",
+                        "confNum": conf,
+                        "acctTypeCode": base["acctTypeCode"],
+                        "netAmt": str(value),
+                        "totalCost": value,
+                        "orderDetail": {
+                            "baseOrderDetail": {**base, "valueOfOrder": value},
+                            "tradableSecOrderDetail": leg["tradableSecOrderDetail"],
+                        },
+                        "estCommDetail": {"amt": 0, "typeCode": "3", "estComm": 0},
+                    }
+                }
+            )
+        answer: dict[str, Any] = {"acctNum": acct, "condOrderDetails": answers}
+        if not place:
+            answer["sysMsgs"] = copy.deepcopy(op.CONDITIONAL_PREVIEW_SAMPLE["preview"]["sysMsgs"])
+            answer["sysMsgs"]["sysMsg"].append(
+                {
+                    "message": "Other",
+                    "detail": "Code=354020, Text=(354020) If you plan to day-trade, you must have sufficient funds",
+                    "source": "ConditionalOrder",
+                    "code": "1999",
+                    "type": "warning",
+                }
+            )
+        return {wrapper: answer}
+
+    # --- staged orders (4.18) and the trade agreement (4.19) ---------------------------------------------
+
+    def _staged_get(self, body: dict[str, Any]) -> dict[str, Any]:
+        if body["stagedOrders"][0]["stageType"] != "saveD_ORDER" or not self.staged:
+            return copy.deepcopy(op.STAGED_EMPTY_SAMPLE)
+        return {"stagedOrders": list(self.staged.values())}
+
+    def _staged_save(self, body: dict[str, Any]) -> dict[str, Any]:
+        entry = body["stagedOrders"][0]
+        stage_id = f"STG{len(self.staged) + 1:04d}"
+        self.staged[stage_id] = {**entry, "stageId": stage_id, "createdTime": int(time.time() * 1000)}
+        return {
+            "stagedOrders": [{"stageId": stage_id}],
+            "messages": [{"code": "200", "severity": "INFO", "message": "SAVED"}],
+        }
+
+    def _staged_delete(self, body: dict[str, Any]) -> dict[str, Any]:
+        stage_id = body["stagedOrders"][0]["stageIds"][0]
+        if self.staged.pop(stage_id, None) is None:
+            return {"messages": [{"code": "404", "severity": "ERROR", "message": f"STAGE ID {stage_id} NOT FOUND"}]}
+        return {"messages": [{"code": "200", "severity": "INFO", "message": "DELETED"}]}
+
+    def _agreement(self, body: dict[str, Any]) -> dict[str, Any]:
+        self.agreements.add((body["acctNum"], body["agreementTypeCode"]))
+        return {
+            "acctNum": body["acctNum"],
+            "sysMsgs": {"sysMsg": [{"message": "Success", "code": "0999", "type": "info"}]},
+        }
+
+
+def _route(answer: Any) -> Any:
+    """Wrap a body -> JSON function as a route handler; a body of the wrong shape is a 400, as upstream."""
+
+    async def handle(upstream: FakeFidelity, request: web.Request, body: Any) -> web.StreamResponse:
+        try:
+            return web.json_response(answer(body))
+        except (KeyError, IndexError, TypeError, ValueError, AttributeError) as exc:
+            return web.json_response({"message": f"bad request body: {exc!r}"}, status=400)
+
+    return handle

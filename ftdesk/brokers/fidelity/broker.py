@@ -4,8 +4,7 @@ A login builds a fresh ``FidelityHttp`` (fresh cookie jar) and runs the handshak
 session lives in that client's cookies, which the MDDS feed also reads through ``cookies()``. Accounts
 are listed once per ``FidelityConfig.accounts_ttl`` and reused to check account numbers (``NotFound``)
 and to fill the account fields the portfolio requests carry. The account and portfolio group is
-implemented here; orders, market-data REST, research and user data come from later modules and raise
-``BrokerError`` until then (``pending.NotYetImplemented``).
+implemented here; orders, market-data REST, research and user data are mixins, one module per group.
 """
 
 from __future__ import annotations
@@ -25,7 +24,6 @@ from ftdesk.brokers.fidelity.market_data import MarketDataModule
 from ftdesk.brokers.fidelity.mdds import MddsQuoteFeed
 from ftdesk.brokers.fidelity.module import FidelityModule
 from ftdesk.brokers.fidelity.orders import OrdersModule
-from ftdesk.brokers.fidelity.pending import NotYetImplemented
 from ftdesk.brokers.fidelity.research import ResearchModule
 from ftdesk.brokers.fidelity.routing import UpstreamRouter
 from ftdesk.brokers.fidelity.user_data import UserDataModule
@@ -71,7 +69,7 @@ class UnconfiguredAccountEvents:
         raise StreamingUnavailable(self.unavailable_reason() or "Account events are not configured")
 
 
-class FidelityBroker(OrdersModule, MarketDataModule, ResearchModule, UserDataModule, NotYetImplemented, FidelityModule):
+class FidelityBroker(OrdersModule, MarketDataModule, ResearchModule, UserDataModule, FidelityModule):
     """The Fidelity Trader+ upstream (see the module docstring)."""
 
     name = "fidelity"

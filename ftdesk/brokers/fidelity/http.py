@@ -27,6 +27,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any
+from urllib.parse import urlencode
 
 import aiohttp
 from yarl import URL
@@ -196,14 +197,22 @@ class FidelityHttp:
         headers: Mapping[str, str] | None = None,
         read: bool | None = None,
         request_id: bool = True,
+        form: Mapping[str, str] | None = None,
+        text: str | None = None,
     ) -> UpstreamResponse:
         """Send one request and return the response whatever its status; raise only for transport failures.
 
         ``read`` marks a call that changes nothing upstream (default: GETs), so identical concurrent ones
-        share a single upstream call.
+        share a single upstream call. ``form`` sends an urlencoded form instead of a JSON ``body`` (4.28);
+        ``text`` sends a body as it is, with the caller's Content-Type (the SOAP XML of 4.31).
         """
         payload = None if body is None else json.dumps(body, separators=(",", ":"), sort_keys=True)
         extra = dict(headers or {})
+        if form is not None:
+            payload = urlencode(form)
+            extra["Content-Type"] = "application/x-www-form-urlencoded"
+        if text is not None:
+            payload = text
         if read is None:
             read = method == "GET"
         if not read:

@@ -1,13 +1,320 @@
 """Fidelity orders: status, detail, staged orders, previews and places, cancel, replace (reference 4.10-4.19).
 
-Equity, single-option and multi-leg previews and places, cancel-replace, conditional orders and the trade
-agreement. Places and cancels are never retried.
+Every order entry follows the upstream's confNum flow: a preview answers ``respTypeCode "V"`` with a fresh
+``confNum``, and the place repeats the previewed body with that ``confNum`` (4.11a lists how each kind
+differs). Previews, places and cancels change state upstream, so they are sent as writes: never coalesced
+with an identical call and, like every call of ``FidelityHttp``, never retried. Status reads are coalesced.
+Request bodies live in ``orders_wire``, answer mapping in ``orders_mapping``.
 """
 
 from __future__ import annotations
 
+import math
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from ftdesk.brokers.fidelity import orders_mapping as m
+from ftdesk.brokers.fidelity import orders_wire as w
+from ftdesk.brokers.fidelity.http import raise_for_status
 from ftdesk.brokers.fidelity.module import FidelityModule
+from ftdesk.domain.errors import NotFound
+from ftdesk.domain.orders import (
+    CancelPreview,
+    CancelResult,
+    ConditionalLeg,
+    ConditionalOrder,
+    ConditionalPreview,
+    ConditionalReplace,
+    DebitCredit,
+    EquityAction,
+    EquityOrder,
+    MultiLegOptionOrder,
+    OptionAction,
+    OptionOrder,
+    Order,
+    OrderDetailResult,
+    OrderPlacement,
+    OrderPreview,
+    PriceType,
+    ReplaceOrder,
+    StagedOrderDraft,
+    StagedOrderList,
+    StagedOrderResult,
+    TradeAgreementResult,
+)
+
+if TYPE_CHECKING:
+    from ftdesk.domain.accounts import Account
+
+_BUYS = {EquityAction.BUY.value, EquityAction.BUY_TO_COVER.value}
+
+
+def equity_intent(order: EquityOrder) -> m.Intent:
+    """Return what an equity order asks for, in the spec's terms."""
+    return m.Intent(
+        acct_num=order.acct_num,
+        symbol=order.symbol.strip().upper(),
+        action=order.action.value,
+        qty=float(order.qty),
+        price_type=order.price_type,
+        limit_price=order.limit_price,
+        stop_price=order.stop_price,
+        tif=order.tif,
+        buy=order.action.value in _BUYS,
+    )
+
+
+def option_intent(order: OptionOrder) -> m.Intent:
+    """Return what a single-leg option order asks for."""
+    return m.Intent(
+        acct_num=order.acct_num,
+        symbol=order.symbol.strip().upper().lstrip("-"),
+        action=order.action.value,
+        qty=float(order.qty),
+        price_type=order.price_type,
+        limit_price=order.limit_price,
+        stop_price=order.stop_price,
+        tif=order.tif,
+        buy=order.action in (OptionAction.BUY_CALL, OptionAction.BUY_PUT),
+    )
+
+
+def multileg_intent(order: MultiLegOptionOrder) -> m.Intent:
+    """Return what a multi-leg order asks for: the underlying, debit or credit, the number of spreads."""
+    spreads = math.gcd(*(leg.qty for leg in order.legs))
+    return m.Intent(
+        acct_num=order.acct_num,
+        symbol=order.underlying.strip().upper(),
+        action=order.debit_credit.value,
+        qty=float(spreads),
+        price_type=order.price_type,
+        limit_price=order.net_price if order.price_type is PriceType.LIMIT else None,
+        stop_price=None,
+        tif=order.tif,
+        buy=order.debit_credit is not DebitCredit.CREDIT,
+    )
+
+
+def leg_intent(acct_num: str, leg: ConditionalLeg) -> m.Intent:
+    """Return what one conditional leg asks for."""
+    return m.Intent(
+        acct_num=acct_num,
+        symbol=leg.symbol.strip().upper(),
+        action=leg.action.value,
+        qty=float(leg.qty),
+        price_type=leg.price_type,
+        limit_price=leg.limit_price,
+        stop_price=leg.stop_price,
+        tif=leg.tif,
+        buy=leg.action.value in _BUYS,
+    )
 
 
 class OrdersModule(FidelityModule):
-    """Broker methods of this group; each overrides the ``NotYetImplemented`` one of the same name."""
+    """The Broker methods of this endpoint group, mixed into ``FidelityBroker``."""
+
+    if TYPE_CHECKING:
+        # Provided by FidelityBroker (accounts are listed once per TTL and checked for NotFound).
+        async def get_accounts(self) -> list[Account]: ...
+
+        async def get_account(self, acct_num: str) -> Account: ...
+
+    async def _order_entry(self, url: str, body: dict[str, Any], what: str) -> Any:
+        """Send one order-entry call as a write (never coalesced, never retried) and return its JSON."""
+        response = await self._require().call("POST", url, body=body, read=False)
+        raise_for_status(response, what)
+        return response.json()
+
+    async def _margin(self, acct_num: str) -> bool:
+        """Return whether the account trades on margin (raise ``NotFound`` for an unknown account)."""
+        return (await self.get_account(acct_num)).margin_ind
+
+    # --- order status (4.10, 4.11) --------------------------------------------------------------
+
+    async def get_order_status(self, acct_num: str | None) -> list[Order]:
+        """Return open and recent orders (of one account, or of every tradable account)."""
+        if acct_num is not None:
+            acct_nums = [(await self.get_account(acct_num)).acct_num]
+        else:
+            acct_nums = [a.acct_num for a in await self.get_accounts() if a.tradable]
+        if not acct_nums:
+            return []
+        payload = await self._require().json(
+            "POST",
+            w.STATUS_SUMMARY_URL,
+            body=w.status_summary_body(acct_nums),
+            headers=w.STATUS_HEADERS,
+            read=True,
+            what="order status request",
+        )
+        return m.map_orders(payload, acct_nums)
+
+    async def get_order_detail(self, conf_num: str, acct_num: str | None) -> OrderDetailResult:
+        """Return one order, read from the status summary (the status-detail body was never captured)."""
+        wanted = conf_num.strip().upper()
+        for order in await self.get_order_status(acct_num):
+            if order.id_detail.conf_num.upper() == wanted:
+                return OrderDetailResult(orders=[order], order=order)
+        where = f" in account {acct_num}" if acct_num else ""
+        raise NotFound(f"No Fidelity order {conf_num!r}{where}")
+
+    # --- equity (4.12) ---------------------------------------------------------------------------
+
+    async def preview_equity_order(self, order: EquityOrder) -> OrderPreview:
+        """Validate and price an equity order; the answer's conf_num places it."""
+        body = w.equity_preview_body(order, await self._margin(order.acct_num))
+        payload = await self._order_entry(w.EQUITY_PREVIEW_URL, body, "equity order preview")
+        return m.map_preview(payload, equity_intent(order), what="equity order preview")
+
+    async def place_equity_order(self, order: EquityOrder, conf_num: str) -> OrderPlacement:
+        """Place a previewed equity order with its preview's conf_num."""
+        body = w.equity_place_body(order, await self._margin(order.acct_num), conf_num)
+        payload = await self._order_entry(w.EQUITY_PLACE_URL, body, "equity order")
+        return m.map_placement(payload, order.acct_num, conf_num, what="equity order")
+
+    # --- single-leg option (4.13) ----------------------------------------------------------------
+
+    async def preview_option_order(self, order: OptionOrder) -> OrderPreview:
+        """Validate and price a single-leg option order."""
+        body = w.option_preview_body(order, await self._margin(order.acct_num))
+        payload = await self._order_entry(w.OPTION_PREVIEW_URL, body, "option order preview")
+        return m.map_preview(payload, option_intent(order), what="option order preview")
+
+    async def place_option_order(self, order: OptionOrder, conf_num: str) -> OrderPlacement:
+        """Place a previewed single-leg option order."""
+        body = w.option_place_body(order, await self._margin(order.acct_num), conf_num)
+        payload = await self._order_entry(w.OPTION_PLACE_URL, body, "option order")
+        return m.map_placement(payload, order.acct_num, conf_num, what="option order")
+
+    # --- multi-leg option (4.14) -----------------------------------------------------------------
+
+    async def preview_multileg_order(self, order: MultiLegOptionOrder) -> OrderPreview:
+        """Validate and price a multi-leg option order."""
+        body = w.multileg_body(order, await self._margin(order.acct_num))
+        payload = await self._order_entry(w.MULTILEG_PREVIEW_URL, body, "multi-leg order preview")
+        return m.map_preview(payload, multileg_intent(order), what="multi-leg order preview")
+
+    async def place_multileg_order(self, order: MultiLegOptionOrder, conf_num: str) -> OrderPlacement:
+        """Place a previewed multi-leg option order."""
+        body = w.multileg_body(order, await self._margin(order.acct_num), conf_num)
+        payload = await self._order_entry(w.MULTILEG_PLACE_URL, body, "multi-leg order")
+        return m.map_placement(payload, order.acct_num, conf_num, what="multi-leg order")
+
+    # --- cancel (4.15) ---------------------------------------------------------------------------
+
+    async def preview_cancel(self, conf_num: str, acct_num: str, action_code: str) -> CancelPreview:
+        """Say what canceling this order would do."""
+        await self.get_account(acct_num)
+        body = w.cancel_body(conf_num, acct_num, action_code, preview=True)
+        payload = await self._order_entry(w.CANCEL_PREVIEW_URL, body, "cancel preview")
+        return m.map_cancel_preview(payload, conf_num, acct_num)
+
+    async def cancel_order(self, conf_num: str, acct_num: str, action_code: str) -> CancelResult:
+        """Cancel a working order (sent once: never retried)."""
+        await self.get_account(acct_num)
+        body = w.cancel_body(conf_num, acct_num, action_code, preview=False)
+        payload = await self._order_entry(w.CANCEL_PLACE_URL, body, "cancel")
+        return m.map_cancel(payload, conf_num, acct_num)
+
+    # --- cancel-and-replace (4.16) -----------------------------------------------------------------
+
+    async def preview_replace(self, replace: ReplaceOrder) -> OrderPreview:
+        """Validate an atomic cancel-and-replace of a working equity order."""
+        order = replace.order
+        body = w.replace_preview_body(replace.orig_conf_num, order, await self._margin(order.acct_num))
+        payload = await self._order_entry(w.REPLACE_PREVIEW_URL, body, "replace preview")
+        return m.map_preview(payload, equity_intent(order), what="replace preview")
+
+    async def place_replace(self, replace: ReplaceOrder, conf_num: str) -> OrderPlacement:
+        """Place a previewed cancel-and-replace; the new order's conf_num comes back."""
+        order = replace.order
+        body = w.replace_place_body(replace.orig_conf_num, order, await self._margin(order.acct_num), conf_num)
+        payload = await self._order_entry(w.REPLACE_PLACE_URL, body, "replace")
+        return m.map_placement(payload, order.acct_num, conf_num, what="replace")
+
+    # --- conditional (4.17) --------------------------------------------------------------------------
+
+    async def preview_conditional_order(self, order: ConditionalOrder) -> ConditionalPreview:
+        """Validate and price an OTO/OCO/OTOCO order: one conf_num per leg."""
+        body = w.conditional_preview_body(order, await self._margin(order.acct_num))
+        payload = await self._order_entry(w.CONDITIONAL_PREVIEW_URL, body, "conditional order preview")
+        intents = [leg_intent(order.acct_num, leg) for leg in order.legs]
+        return m.map_conditional_preview(payload, order.acct_num, order.cond_order_type_code, intents)
+
+    async def place_conditional_order(self, order: ConditionalOrder, conf_nums: Sequence[str]) -> OrderPlacement:
+        """Place a previewed conditional order with its preview's conf_nums."""
+        body = w.conditional_place_body(order, await self._margin(order.acct_num), conf_nums)
+        payload = await self._order_entry(w.CONDITIONAL_PLACE_URL, body, "conditional order")
+        return m.map_conditional_placement(payload, order.acct_num)
+
+    async def preview_conditional_replace(self, replace: ConditionalReplace) -> ConditionalPreview:
+        """Validate a replacement of a conditional order's working legs (request shape assumed)."""
+        order = replace.order
+        margin = await self._margin(order.acct_num)
+        body = w.conditional_replace_body(replace.orig_conf_nums, order, margin, None)
+        payload = await self._order_entry(w.CONDITIONAL_REPLACE_PREVIEW_URL, body, "conditional replace preview")
+        intents = [leg_intent(order.acct_num, leg) for leg in order.legs]
+        return m.map_conditional_preview(
+            payload, order.acct_num, order.cond_order_type_code, intents, what="conditional replace preview"
+        )
+
+    async def place_conditional_replace(self, replace: ConditionalReplace, conf_nums: Sequence[str]) -> OrderPlacement:
+        """Place a previewed conditional replace."""
+        order = replace.order
+        margin = await self._margin(order.acct_num)
+        body = w.conditional_replace_body(replace.orig_conf_nums, order, margin, conf_nums)
+        payload = await self._order_entry(w.CONDITIONAL_REPLACE_PLACE_URL, body, "conditional replace")
+        return m.map_conditional_placement(payload, order.acct_num, what="conditional replace")
+
+    # --- staged orders (4.18) and trade agreement (4.19) ----------------------------------------------
+
+    async def get_staged_orders(self) -> StagedOrderList:
+        """Return saved orders (null when there are none)."""
+        payload = await self._require().json(
+            "POST",
+            w.STAGED_GET_URL,
+            body=w.staged_get_body(),
+            headers=w.tracking_headers(),
+            read=True,
+            what="staged order list",
+        )
+        return m.map_staged_orders(payload)
+
+    async def save_staged_order(self, draft: StagedOrderDraft) -> StagedOrderResult:
+        """Save an order for later."""
+        await self.get_account(draft.acct_num)
+        payload = await self._require().json(
+            "POST",
+            w.STAGED_SAVE_URL,
+            body=w.staged_save_body(draft.acct_num, draft.description, draft.order),
+            headers=w.tracking_headers(),
+            read=False,
+            what="staged order save",
+        )
+        return m.map_staged_result(payload, None)
+
+    async def delete_staged_order(self, stage_id: str) -> StagedOrderResult:
+        """Delete a saved order."""
+        payload = await self._require().json(
+            "POST",
+            w.STAGED_DELETE_URL,
+            body=w.staged_delete_body(stage_id),
+            headers=w.tracking_headers(),
+            read=False,
+            what="staged order delete",
+        )
+        return m.map_staged_result(payload, stage_id)
+
+    async def accept_trade_agreement(self, acct_num: str, agreement_id: str) -> TradeAgreementResult:
+        """Record acceptance of a trade agreement (request and answer shapes assumed)."""
+        await self.get_account(acct_num)
+        await self._require().json(
+            "POST",
+            w.TRADE_AGREEMENT_URL,
+            body=w.trade_agreement_body(acct_num, agreement_id),
+            read=False,
+            what="trade agreement",
+        )
+        return TradeAgreementResult(
+            acct_num=acct_num, agreement_id=agreement_id, accepted=True, accepted_at=self.clock.now().isoformat()
+        )

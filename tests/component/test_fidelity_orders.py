@@ -1,0 +1,300 @@
+"""Fidelity orders through the real HTTP client against the fake upstream on a loopback socket (4.10-4.19)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from pydantic import SecretStr
+
+from ftdesk.brokers.fidelity.broker import FidelityBroker
+from ftdesk.brokers.fidelity.config import FidelityConfig
+from ftdesk.domain import errors as e
+from ftdesk.domain.clock import SystemClock
+from ftdesk.domain.orders import (
+    ConditionalLeg,
+    ConditionalOrder,
+    ConditionalType,
+    DebitCredit,
+    EquityAction,
+    EquityOrder,
+    LegAction,
+    MultiLegOptionLeg,
+    MultiLegOptionOrder,
+    OptionAction,
+    OptionOrder,
+    OrderStatus,
+    PriceType,
+    ReplaceOrder,
+    StagedOrderDraft,
+    TimeInForce,
+)
+from ftdesk.domain.session import Credentials
+from tests.fakes import fidelity_payloads as p
+from tests.fakes.fidelity_server import FakeFidelity
+
+USER, PASSWORD = "trader", "correct-horse-battery"
+EQUITY_PREVIEW = "/ftgw/dp/orderentry/equity/preview/v1"
+EQUITY_PLACE = "/ftgw/dp/orderentry/equity/place/v1"
+CANCEL_PLACE = "/ftgw/dp/orderentry/cancel/place/v1"
+
+
+@pytest.fixture
+async def fake() -> AsyncIterator[FakeFidelity]:
+    server = FakeFidelity(username=USER, password=PASSWORD)
+    await server.start()
+    try:
+        yield server
+    finally:
+        await server.close()
+
+
+@pytest.fixture
+async def broker(fake: FakeFidelity) -> AsyncIterator[FidelityBroker]:
+    config = FidelityConfig(upstream=fake.base_url, request_timeout=5.0, rate_per_second=1000.0, burst=1000)
+    instance = FidelityBroker(config, SystemClock())
+    await instance.start()
+    await instance.login(Credentials(username=USER, password=SecretStr(PASSWORD)))
+    try:
+        yield instance
+    finally:
+        await instance.close()
+
+
+def aapl_buy(limit: float = 150.0, **changes: Any) -> EquityOrder:
+    fields: dict[str, Any] = {
+        "acct_num": p.MARGIN,
+        "symbol": "AAPL",
+        "action": EquityAction.BUY,
+        "qty": 2,
+        "price_type": PriceType.LIMIT,
+        "limit_price": limit,
+        "tif": TimeInForce.GTC,
+    }
+    fields.update(changes)
+    return EquityOrder(**fields)
+
+
+def last_body(fake: FakeFidelity, path: str) -> Any:
+    return [r.body for r in fake.requests if r.path == path][-1]
+
+
+async def test_equity_preview_then_place_uses_the_previews_conf_num(broker: FidelityBroker, fake: FakeFidelity) -> None:
+    order = aapl_buy()
+    preview = await broker.preview_equity_order(order)
+    assert len(preview.conf_num) == 8 and preview.resp_type_code == "V"
+    assert (preview.symbol, preview.action, preview.action_desc, preview.qty) == ("AAPL", "B", "Buy", 2)
+    assert preview.est_cost == pytest.approx(300.0) and preview.est_proceeds == 0
+    assert preview.quote is not None and preview.quote.price == pytest.approx(182.5) and preview.quote.bid < 182.5
+    assert preview.raw is not None and preview.raw["preview"]["orderConfirmDetail"]["confNum"] == preview.conf_num
+    sent = last_body(fake, EQUITY_PREVIEW)
+    parameter = sent["request"]["parameter"]  # style A
+    assert parameter["baseOrderDetail"]["acctTypeCode"] == "M" and parameter["baseOrderDetail"]["qty"] == 2
+    assert parameter["tradableSecOrderDetail"]["priceTypeDetail"] == {"priceTypeCode": "L", "limitPrice": 150.0}
+    assert parameter["tradableSecOrderDetail"]["tifCode"] == "G" and "previewInd" not in parameter
+
+    placed = await broker.place_equity_order(order, preview.conf_num)
+    assert placed.conf_num == preview.conf_num and placed.status is OrderStatus.OPEN and placed.resp_type_code == "A"
+    parameter = last_body(fake, EQUITY_PLACE)["request"]["parameter"]
+    assert parameter["baseOrderDetail"]["confNum"] == preview.conf_num
+    assert parameter["previewInd"] is True and parameter["confInd"] is True
+
+    listed = await broker.get_order_status(p.MARGIN)
+    assert [o.id_detail.conf_num for o in listed] == [placed.conf_num]
+    mine = listed[0]
+    assert mine.status_detail.status is OrderStatus.OPEN and mine.status_detail.cancelable_ind
+    assert mine.status_detail.replaceable_ind and mine.status_detail.qty_remaining == 2
+    assert (mine.order_detail.price_type, mine.order_detail.limit_price, mine.order_detail.tif) == (
+        PriceType.LIMIT,
+        150.0,
+        TimeInForce.GTC,
+    )
+    assert mine.order_detail.security_type == "EQUITY" and mine.order_detail.entry_time
+    assert fake.requests[-1].headers.get("CL") == "3"
+
+
+async def test_a_sell_short_is_sent_with_the_upstream_code_and_reads_back_as_the_spec_code(
+    broker: FidelityBroker, fake: FakeFidelity
+) -> None:
+    order = aapl_buy(limit=190.0, action=EquityAction.SELL_SHORT, qty=1)
+    preview = await broker.preview_equity_order(order)
+    assert last_body(fake, EQUITY_PREVIEW)["request"]["parameter"]["baseOrderDetail"]["orderActionCode"] == "SH"
+    assert preview.est_cost == 0 and 189 < preview.est_proceeds <= 190
+    await broker.place_equity_order(order, preview.conf_num)
+    (listed,) = await broker.get_order_status(p.MARGIN)
+    assert listed.order_detail.action == "SS" and listed.order_detail.action_desc == "Sell Short"
+
+
+async def test_upstream_refusals_become_order_rejected_with_the_upstream_text(broker: FidelityBroker) -> None:
+    with pytest.raises(e.OrderRejected) as far:
+        await broker.preview_equity_order(aapl_buy(limit=5000.0))
+    assert "too far away from the last trade" in far.value.message
+    assert far.value.details["reason"] == "UPSTREAM_REJECTED" and far.value.details["upstream_codes"] == ["MA5010"]
+    with pytest.raises(e.OrderRejected, match="NOSUCH is not valid"):
+        await broker.preview_equity_order(aapl_buy(symbol="NOSUCH"))
+    with pytest.raises(e.OrderRejected, match="does not match a current preview"):
+        await broker.place_equity_order(aapl_buy(), "ZZZZZZZZ")
+    preview = await broker.preview_equity_order(aapl_buy())
+    with pytest.raises(e.OrderRejected):
+        await broker.place_equity_order(aapl_buy(qty=3), preview.conf_num)
+    with pytest.raises(e.NotFound):
+        await broker.preview_equity_order(aapl_buy(acct_num="NO-SUCH-ACCOUNT"))
+    assert await broker.get_order_status(p.MARGIN) == []
+
+
+async def test_places_and_cancels_are_never_retried_nor_coalesced(broker: FidelityBroker, fake: FakeFidelity) -> None:
+    order = aapl_buy()
+    first, second = await asyncio.gather(broker.preview_equity_order(order), broker.preview_equity_order(order))
+    assert first.conf_num != second.conf_num and fake.hits_for(EQUITY_PREVIEW) == 2
+    fake.failures[EQUITY_PLACE] = (503, {"message": "Service Unavailable"})
+    with pytest.raises(e.BrokerError, match=r"HTTP 503.*Service Unavailable"):
+        await broker.place_equity_order(order, first.conf_num)
+    assert fake.hits_for(EQUITY_PLACE) == 1
+    placed = await broker.place_equity_order(order, second.conf_num)
+    fake.failures[CANCEL_PLACE] = (500, {"message": "Internal error"})
+    with pytest.raises(e.BrokerError):
+        await broker.cancel_order(placed.conf_num, p.MARGIN, "B")
+    assert fake.hits_for(CANCEL_PLACE) == 1
+    (still_open,) = await broker.get_order_status(p.MARGIN)
+    assert still_open.status_detail.status is OrderStatus.OPEN
+
+
+async def test_cancel_preview_cancel_and_detail(broker: FidelityBroker, fake: FakeFidelity) -> None:
+    order = aapl_buy()
+    placed = await broker.place_equity_order(order, (await broker.preview_equity_order(order)).conf_num)
+    detail = await broker.get_order_detail(placed.conf_num, p.MARGIN)
+    assert detail.order is not None and detail.orders == [detail.order]
+    assert detail.order.raw is not None and detail.order.raw["idDetail"]["confNum"] == placed.conf_num
+    with pytest.raises(e.NotFound):
+        await broker.get_order_detail("NOSUCH01", p.MARGIN)
+
+    cancel_preview = await broker.preview_cancel(placed.conf_num, p.MARGIN, "B")
+    assert cancel_preview.is_accepted and cancel_preview.cancel_preview_detail[0].remaining_qty == 2
+    cancel = await broker.cancel_order(placed.conf_num, p.MARGIN, "B")
+    assert cancel.is_accepted and cancel.cancel_confirm_detail[0].conf_num == placed.conf_num
+    sent = last_body(fake, CANCEL_PLACE)["request"]["parameter"]
+    assert sent == {
+        "cancelOrderDetail": [{"confNum": placed.conf_num, "acctNum": p.MARGIN, "actionCode": "B"}],
+        "previewInd": False,
+        "confInd": False,
+    }
+    after = (await broker.get_order_detail(placed.conf_num, None)).order
+    assert after is not None and after.status_detail.status is OrderStatus.CANCELED
+    assert not after.status_detail.cancelable_ind and not after.status_detail.replaceable_ind
+    with pytest.raises(e.OrderRejected, match="can no longer be canceled"):
+        await broker.cancel_order(placed.conf_num, p.MARGIN, "B")
+
+
+async def test_cancel_and_replace(broker: FidelityBroker, fake: FakeFidelity) -> None:
+    order = aapl_buy()
+    old = await broker.place_equity_order(order, (await broker.preview_equity_order(order)).conf_num)
+    replace = ReplaceOrder(orig_conf_num=old.conf_num, order=aapl_buy(limit=155.0, qty=3))
+    preview = await broker.preview_replace(replace)
+    assert preview.conf_num != old.conf_num and preview.est_cost == pytest.approx(465.0)
+    sent = last_body(fake, "/ftgw/dp/orderentry/cancelandreplace/preview/v1")["request"]["parameter"]
+    assert sent["orderNumOrig"] == old.conf_num and sent["tradableSecOrderDetail"]["mktRouteCode"] == ""
+    placed = await broker.place_replace(replace, preview.conf_num)
+    assert placed.conf_num == preview.conf_num
+    sent = last_body(fake, "/ftgw/dp/orderentry/cancelandreplace/place/v1")["request"]["parameter"]
+    assert "mktRouteCode" not in sent["tradableSecOrderDetail"] and sent["previewInd"] is sent["confInd"] is True
+    statuses = {o.id_detail.conf_num: o.status_detail.status for o in await broker.get_order_status(p.MARGIN)}
+    assert statuses == {old.conf_num: OrderStatus.CANCELED, placed.conf_num: OrderStatus.OPEN}
+    with pytest.raises(e.OrderRejected, match="cannot be replaced"):
+        await broker.preview_replace(replace)
+
+
+async def test_single_option_preview_and_place(broker: FidelityBroker, fake: FakeFidelity) -> None:
+    order = OptionOrder(acct_num=p.MARGIN, symbol="QS270115C7", action=OptionAction.BUY_CALL, qty=1)
+    preview = await broker.preview_option_order(order)
+    assert preview.est_commission == pytest.approx(0.65) and preview.est_cost == pytest.approx(154.65)
+    placed = await broker.place_option_order(order, preview.conf_num)
+    parameter = last_body(fake, "/ftgw/dp/orderentry/option/place/v2")["request"]["parameter"]
+    assert parameter["previewInd"] is False and parameter["confInd"] is False
+    assert parameter["tradableSecOrderDetail"]["optionDetail"] == {"type": "O"}
+    (listed,) = await broker.get_order_status(p.MARGIN)
+    assert listed.id_detail.conf_num == placed.conf_num and listed.order_detail.security_type == "OPTION"
+    assert not listed.status_detail.replaceable_ind
+
+
+async def test_multileg_preview_and_place(broker: FidelityBroker, fake: FakeFidelity) -> None:
+    order = MultiLegOptionOrder(
+        acct_num=p.MARGIN,
+        underlying="QS",
+        legs=[
+            MultiLegOptionLeg(symbol="QS280121C7", action=LegAction.BUY_TO_OPEN, qty=1),
+            MultiLegOptionLeg(symbol="QS280121C12", action=LegAction.SELL_TO_OPEN, qty=1),
+        ],
+        net_price=0.92,
+        debit_credit=DebitCredit.DEBIT,
+    )
+    preview = await broker.preview_multileg_order(order)
+    assert (preview.symbol, preview.action, preview.qty) == ("QS", "DB", 1)
+    assert preview.est_commission == pytest.approx(1.30) and preview.est_cost == pytest.approx(93.30)
+    assert any("day-trade" in w for w in preview.warnings)
+    body = last_body(fake, "/ftgw/dp/orderentry/multilegoption/preview/v1")
+    assert set(body) == {"parameters"}  # style C
+    assert body["parameters"]["baseOrderDetail"]["reqTypeCode"] == "N"
+    placed = await broker.place_multileg_order(order, preview.conf_num)
+    assert placed.conf_num == preview.conf_num
+    base = last_body(fake, "/ftgw/dp/orderentry/multilegoption/place/v1")["parameters"]["baseOrderDetail"]
+    assert base["reqTypeCode"] == "P" and base["confNum"] == preview.conf_num
+    (listed,) = await broker.get_order_status(p.MARGIN)
+    assert listed.order_detail.security_type == "MULTI_LEG"
+
+
+async def test_otoco_conditional_order(broker: FidelityBroker, fake: FakeFidelity) -> None:
+    legs = [
+        ConditionalLeg(symbol="QS", action=EquityAction.BUY, qty=1, price_type=PriceType.LIMIT, limit_price=6.2),
+        ConditionalLeg(symbol="QS", action=EquityAction.SELL, qty=1, price_type=PriceType.LIMIT, limit_price=7),
+        ConditionalLeg(symbol="QS", action=EquityAction.SELL, qty=1, price_type=PriceType.STOP, stop_price=5.5),
+    ]
+    order = ConditionalOrder(acct_num=p.MARGIN, cond_order_type_code=ConditionalType.OTOCO, legs=legs)
+    preview = await broker.preview_conditional_order(order)
+    assert len(preview.conf_nums) == 3 == len(set(preview.conf_nums))
+    assert [leg.est_cost for leg in preview.legs] == [pytest.approx(6.2), 0, 0]
+    assert preview.legs[2].est_proceeds == pytest.approx(5.5) and preview.legs[2].stop_price == 5.5
+    assert any("day-trade" in w for w in preview.warnings) and "Success" not in preview.warnings
+    parameters = last_body(fake, "/ftgw/dp/orderentry/conditional/preview/v1")["parameters"]
+    assert parameters["condOrderDetails"][2]["baseOrderDetail"]["secDetail"] == {"symbol": "QS"}
+    placed = await broker.place_conditional_order(order, preview.conf_nums)
+    assert placed.conf_nums == preview.conf_nums and placed.conf_num == preview.conf_nums[0]
+    sent = last_body(fake, "/ftgw/dp/orderentry/conditional/place/v1")["parameters"]
+    assert [leg["baseOrderDetail"].get("confNum") for leg in sent["condOrderDetails"]] == [
+        None,
+        *preview.conf_nums[:2],
+    ]
+    statuses = {o.id_detail.conf_num: o.status_detail.status for o in await broker.get_order_status(p.MARGIN)}
+    assert statuses == {
+        preview.conf_nums[0]: OrderStatus.OPEN,
+        preview.conf_nums[1]: OrderStatus.PENDING_TRIGGER,
+        preview.conf_nums[2]: OrderStatus.PENDING_TRIGGER,
+    }
+
+
+async def test_staged_orders_and_trade_agreement(broker: FidelityBroker, fake: FakeFidelity) -> None:
+    assert (await broker.get_staged_orders()).staged_orders is None
+    saved = await broker.save_staged_order(
+        StagedOrderDraft(acct_num=p.MARGIN, description="buy the dip", order={"symbol": "AAPL", "qty": 1})
+    )
+    assert saved.is_success and saved.stage_id
+    staged = (await broker.get_staged_orders()).staged_orders
+    assert staged is not None and [s.stage_id for s in staged] == [saved.stage_id]
+    assert staged[0].acct_num == p.MARGIN and staged[0].description == "buy the dip" and staged[0].created
+    assert fake.requests[-1].headers.get("FID-LOG-TRACKING-ID", "").startswith("REQ")
+    assert (await broker.delete_staged_order(saved.stage_id)).is_success
+    missing = await broker.delete_staged_order(saved.stage_id)
+    assert not missing.is_success and missing.messages[0].severity == "ERROR"
+
+    accepted = await broker.accept_trade_agreement(p.MARGIN, "MULTI_LEG_OPTIONS")
+    assert accepted.accepted and accepted.accepted_at and (p.MARGIN, "MULTI_LEG_OPTIONS") in fake.orders.agreements
+
+
+async def test_an_expired_session_on_a_place_is_session_expired(broker: FidelityBroker, fake: FakeFidelity) -> None:
+    order = aapl_buy()
+    preview = await broker.preview_equity_order(order)
+    fake.expire()
+    with pytest.raises(e.SessionExpired):
+        await broker.place_equity_order(order, preview.conf_num)
+    assert fake.hits_for(EQUITY_PLACE) == 1
