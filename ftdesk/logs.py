@@ -11,6 +11,11 @@ LOG_FILE_NAME = "ftdesk.log"
 _MASK = "***"
 
 
+def log_dir(data_dir: Path) -> Path:
+    """Return the folder of the log files inside a data dir."""
+    return data_dir / "logs"
+
+
 class SecretRedactor(logging.Filter):
     """Replaces every known secret value in a log record with ***, as a last line of defence."""
 

@@ -9,6 +9,7 @@ in the app. Inside such a test, wait on Qt signals with a future and ``asyncio.w
 from __future__ import annotations
 
 import asyncio
+import gc
 from collections.abc import Callable, Mapping
 
 import pytest
@@ -86,3 +87,20 @@ def opened_urls():
     recorder.install()
     yield recorder.urls
     recorder.uninstall()
+
+
+@pytest.fixture(autouse=True)
+def _qt_garbage_on_the_main_thread():
+    """Collect garbage only on the main thread while a GUI test runs.
+
+    An automatic collection can start in any thread that allocates, such as the qasync executor's workers
+    that run ``asyncio.to_thread``. If it frees a QObject left from an earlier test (a qasync loop's timer
+    object, a bridge's QTimer), Qt cannot unregister that object's timers from the wrong thread. A timer
+    then fires on freed memory and the process segfaults. So automatic collection is off during each test;
+    between tests, when only the main thread runs, it is on again and collects the leftovers.
+    """
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()

@@ -5,6 +5,7 @@ from __future__ import annotations
 from ftdesk.service.routes import (
     accounts,
     alerts,
+    app_window,
     auth,
     health,
     market_data,
@@ -32,4 +33,5 @@ def route_tables() -> list[RouteTable]:
         alerts.routes,
         preferences.routes,
         reference.routes,
+        app_window.routes,
     ]

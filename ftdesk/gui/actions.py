@@ -1,0 +1,148 @@
+"""What the trader can do from the tray menu and the status window, in one place both call.
+
+Dialogs are shown without a nested event loop (``show()`` / ``open()`` plus signals; never ``exec()``),
+and at most one of each kind is open: asking again brings the open one to the front.
+"""
+
+from __future__ import annotations
+
+from typing import Generic, TypeVar
+
+from PySide6.QtCore import QObject, Signal
+from PySide6.QtWidgets import QDialog
+
+from ftdesk.gui.bridge import ServiceBridge
+from ftdesk.gui.live_confirm import LiveTradingConfirmDialog
+from ftdesk.gui.login_dialog import LoginDialog
+from ftdesk.gui.settings_dialog import SettingsDialog
+
+D = TypeVar("D", bound=QDialog)
+
+
+def _to_front(dialog: QDialog) -> None:
+    dialog.show()
+    dialog.raise_()
+    dialog.activateWindow()
+
+
+class _DialogSlot(Generic[D]):
+    """The one open dialog of a kind; once closed, it is deleted on the GUI thread.
+
+    A dialog without a parent belongs to its Python wrapper. If the last reference went away before Qt
+    processed ``deleteLater``, a garbage collection started by an ``asyncio.to_thread`` worker could
+    delete the widget on that thread. The slot keeps the wrapper until Qt has deleted the dialog.
+    """
+
+    def __init__(self) -> None:
+        self.dialog: D | None = None
+        self._closing: set[QDialog] = set()
+
+    def to_front(self) -> bool:
+        """Bring the open dialog to the front; return False when none is open."""
+        if self.dialog is None:
+            return False
+        _to_front(self.dialog)
+        return True
+
+    def hold(self, dialog: D) -> D:
+        """Make this the open dialog until it finishes."""
+        self.dialog = dialog
+        dialog.finished.connect(lambda _result: self._closed(dialog))
+        return dialog
+
+    def _closed(self, dialog: D) -> None:
+        if self.dialog is dialog:
+            self.dialog = None
+        self._closing.add(dialog)
+        dialog.destroyed.connect(lambda: self._closing.discard(dialog))
+        dialog.deleteLater()
+
+
+class UserActions(QObject):
+    """The menu's actions; the tray and the status window both call these."""
+
+    quit_requested = Signal()
+    window_requested = Signal()
+
+    def __init__(self, bridge: ServiceBridge, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self._bridge = bridge
+        self._login: _DialogSlot[LoginDialog] = _DialogSlot()
+        self._settings: _DialogSlot[SettingsDialog] = _DialogSlot()
+        self._live: _DialogSlot[LiveTradingConfirmDialog] = _DialogSlot()
+
+    @property
+    def login_dialog(self) -> LoginDialog | None:
+        """Return the open login dialog, if any."""
+        return self._login.dialog
+
+    @property
+    def settings_dialog(self) -> SettingsDialog | None:
+        """Return the open settings dialog, if any."""
+        return self._settings.dialog
+
+    @property
+    def live_dialog(self) -> LiveTradingConfirmDialog | None:
+        """Return the open live-trading confirmation, if any."""
+        return self._live.dialog
+
+    # --- session ------------------------------------------------------------------------------------
+
+    def log_in(self) -> None:
+        """Open the login dialog (or bring the open one to the front)."""
+        if not self._login.to_front():
+            broker = self._bridge.status.broker
+            _to_front(self._login.hold(LoginDialog(self._bridge.submit_login, broker=broker)))
+
+    def log_out(self) -> None:
+        """End the brokerage session."""
+        self._bridge.spawn(self._bridge.logout())
+
+    # --- live trading -------------------------------------------------------------------------------
+
+    def set_live_trading(self, wanted: bool) -> None:
+        """Switch live trading off at once; switching it on asks first, and only an explicit yes does it."""
+        if not wanted:
+            if self._live.dialog is not None:
+                self._live.dialog.reject()
+            self._bridge.set_live_trading(False)
+            return
+        if self._bridge.status.live or self._live.to_front():
+            return
+        dialog = self._live.hold(LiveTradingConfirmDialog(self._bridge.status.broker))
+        dialog.accepted.connect(lambda: self._bridge.set_live_trading(True))
+        dialog.open()
+
+    # --- settings -----------------------------------------------------------------------------------
+
+    def open_settings(self) -> None:
+        """Open the settings dialog on the settings as saved now (read off the loop)."""
+        if not self._settings.to_front():
+            self._bridge.spawn(self._open_settings())
+
+    async def _open_settings(self) -> None:
+        settings = await self._bridge.current_settings()
+        if self._settings.dialog is None:  # not opened by a second click while the file was read
+            _to_front(self._settings.hold(SettingsDialog(settings, self._bridge)))
+
+    # --- the rest of the menu -----------------------------------------------------------------------
+
+    def copy_api_key(self) -> None:
+        """Copy the API key to the clipboard."""
+        self._bridge.copy_api_key()
+
+    def open_docs(self) -> None:
+        """Open the API documentation in the browser."""
+        self._bridge.open_docs()
+
+    def open_log_folder(self) -> None:
+        """Open the log folder in the file manager."""
+        self._bridge.open_log_folder()
+
+    def show_window(self) -> None:
+        """Bring the status window to the front."""
+        self.window_requested.emit()
+
+    def quit(self) -> None:
+        """Stop ftdesk (the same path as SIGINT and SIGTERM)."""
+        self.quit_requested.emit()

@@ -1,0 +1,85 @@
+"""How an ``AppStatus`` reads: the tray look, the tooltip and the status lines the menu and the window share."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ftdesk.domain.session import SessionState
+from ftdesk.gui.bridge import AppStatus
+from ftdesk.gui.icons import TrayLook
+from ftdesk.streaming.models import HubState
+
+
+def tray_look(status: AppStatus) -> TrayLook:
+    """Return the icon that tells the state at a glance (an error outranks the trading mode)."""
+    if not status.running or status.session is SessionState.EXPIRED or status.upstream_error:
+        return TrayLook.ERROR
+    if status.session is SessionState.LOGGED_OUT:
+        return TrayLook.LOGGED_OUT
+    return TrayLook.LIVE if status.live else TrayLook.DRY_RUN
+
+
+def mode_text(status: AppStatus) -> str:
+    """Return the trading mode as the trader should read it."""
+    return "LIVE TRADING" if status.live else "DRY-RUN (orders are refused)"
+
+
+def session_text(status: AppStatus) -> str:
+    """Return the session state in words."""
+    if not status.running:
+        return "service not running"
+    if status.session is SessionState.LOGGED_IN:
+        return f"logged in as {status.username}" if status.username else "logged in"
+    if status.session is SessionState.EXPIRED:
+        return "expired: log in again"
+    return "logged out"
+
+
+def _hub_text(state: HubState) -> str:
+    return state.value.replace("_", " ")
+
+
+def clients_text(status: AppStatus) -> str:
+    """Return the connected clients, with the count by kind."""
+    clients = status.clients
+    parts = [
+        f"{clients.get('sse', 0)} SSE",
+        f"{clients.get('ws', 0)} WebSocket",
+        f"{clients.get('events', 0)} event stream{'s' if clients.get('events', 0) != 1 else ''}",
+    ]
+    return f"{status.client_count} ({', '.join(parts)})"
+
+
+@dataclass(frozen=True)
+class StatusLines:
+    """The status lines of the menu and the window, in order."""
+
+    session: str
+    broker: str
+    mode: str
+    streaming: str
+    clients: str
+
+    def as_list(self) -> list[str]:
+        """Return the lines in display order."""
+        return [self.session, self.broker, self.mode, self.streaming, self.clients]
+
+
+def status_lines(status: AppStatus) -> StatusLines:
+    """Return the status lines for a status."""
+    return StatusLines(
+        session=f"Session: {session_text(status)}",
+        broker=f"Broker: {status.broker}",
+        mode=f"Mode: {mode_text(status)}",
+        streaming=f"Streaming: market data {_hub_text(status.quotes)}, account events {_hub_text(status.events)}",
+        clients=f"Clients: {clients_text(status)}",
+    )
+
+
+def tooltip(status: AppStatus) -> str:
+    """Return the tray tooltip: broker, mode, session and the API URL."""
+    mode = "LIVE" if status.live else "dry-run"
+    lines = [f"ftdesk: {status.broker}, {mode}, {session_text(status)}", status.api_url]
+    if status.last_error and tray_look(status) is TrayLook.ERROR:
+        lines.append(status.last_error)
+    return "\n".join(lines)

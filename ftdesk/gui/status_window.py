@@ -1,0 +1,199 @@
+"""The status window: ftdesk's face where the platform has no tray, and reachable from the tray menu.
+
+It shows what the menu shows (status lines, the API URL) with the same actions as buttons, plus the
+newest order-journal entries (read off the loop) and the notifications. Closing it only hides it: Quit
+stops ftdesk, and launching ftdesk again brings the window back.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from PySide6.QtCore import Qt, QTimer
+from PySide6.QtGui import QCloseEvent, QShowEvent
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QGridLayout,
+    QGroupBox,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QListWidget,
+    QPushButton,
+    QTableWidget,
+    QTableWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
+
+from ftdesk.domain.session import SessionState
+from ftdesk.gui.actions import UserActions
+from ftdesk.gui.bridge import AppStatus, ServiceBridge
+from ftdesk.gui.notifications import Notification, Notifier
+from ftdesk.gui.status_text import status_lines
+from ftdesk.service.orders_journal import JournalEntry
+
+JOURNAL_REFRESH_MS = 5000
+"""How often the journal table is re-read while the window is visible."""
+JOURNAL_COLUMNS = ("Time", "Action", "Account", "Symbol", "Side", "Qty", "Price", "Outcome")
+NO_TRAY_NOTE = (
+    "This desktop has no system tray, so this window is ftdesk's face. Closing it keeps ftdesk running "
+    "(start ftdesk again to bring it back); Quit stops it."
+)
+TRAY_NOTE = "Closing this window keeps ftdesk running in the tray."
+
+
+def journal_row(entry: JournalEntry) -> list[str]:
+    """Return the cells of one journal entry."""
+    qty = "" if entry.qty is None else f"{entry.qty:g}"
+    price = "" if entry.price is None else f"{entry.price:,.2f}"
+    outcome = entry.outcome.value + (f" ({entry.error_code})" if entry.error_code else "")
+    time = entry.time.astimezone().strftime("%Y-%m-%d %H:%M:%S")
+    action = entry.action.value + (f" {entry.order_kind}" if entry.order_kind else "")
+    return [time, action, entry.acct_num or "", entry.symbol or "", entry.side or "", qty, price, outcome]
+
+
+class StatusWindow(QWidget):
+    """Status lines, actions, the newest journal entries and the notifications (see the module docstring)."""
+
+    def __init__(
+        self,
+        bridge: ServiceBridge,
+        actions: UserActions,
+        notifier: Notifier,
+        *,
+        has_tray: bool,
+        parent: QWidget | None = None,
+    ) -> None:
+        super().__init__(parent)
+        self._bridge = bridge
+        self._actions = actions
+        self.setWindowTitle("ftdesk")
+        self.setMinimumWidth(640)
+        self._journal_loading = False
+
+        self.line_labels = [QLabel() for _ in range(5)]
+        self.api_label = QLabel()
+        self.api_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        status_box = QGroupBox("Status")
+        status_layout = QVBoxLayout(status_box)
+        for label in [*self.line_labels, self.api_label]:
+            status_layout.addWidget(label)
+
+        self.login_button = self._button("Log in…", actions.log_in)
+        self.logout_button = self._button("Log out", actions.log_out)
+        self.live_check = QCheckBox("Live trading")
+        self.live_check.clicked.connect(self._live_clicked)
+        self.settings_button = self._button("Settings…", actions.open_settings)
+        self.copy_key_button = self._button("Copy API key", actions.copy_api_key)
+        self.docs_button = self._button("Open API docs", actions.open_docs)
+        self.logs_button = self._button("Open log folder", actions.open_log_folder)
+        self.quit_button = self._button("Quit", actions.quit)
+        buttons = QGridLayout()
+        row_one = [self.login_button, self.logout_button, self.live_check, self.settings_button]
+        row_two = [self.copy_key_button, self.docs_button, self.logs_button, self.quit_button]
+        for column, widget in enumerate(row_one):
+            buttons.addWidget(widget, 0, column)
+        for column, widget in enumerate(row_two):
+            buttons.addWidget(widget, 1, column)
+
+        self.journal = QTableWidget(0, len(JOURNAL_COLUMNS))
+        self.journal.setHorizontalHeaderLabels(list(JOURNAL_COLUMNS))
+        self.journal.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
+        self.journal.verticalHeader().setVisible(False)
+        self.journal.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        journal_box = QGroupBox("Latest order journal entries")
+        QVBoxLayout(journal_box).addWidget(self.journal)
+
+        self.messages = QListWidget()
+        messages_box = QGroupBox("Notifications")
+        QVBoxLayout(messages_box).addWidget(self.messages)
+
+        note = QLabel(TRAY_NOTE if has_tray else NO_TRAY_NOTE)
+        note.setWordWrap(True)
+        note.setObjectName("note")
+
+        layout = QVBoxLayout(self)
+        layout.addWidget(status_box)
+        layout.addLayout(buttons)
+        layout.addWidget(journal_box, 2)
+        layout.addWidget(messages_box, 1)
+        footer = QHBoxLayout()
+        footer.addWidget(note)
+        layout.addLayout(footer)
+
+        self._journal_timer = QTimer(self)
+        self._journal_timer.setInterval(JOURNAL_REFRESH_MS)
+        self._journal_timer.timeout.connect(self.reload_journal)
+        for notification in notifier.history:
+            self._add_message(notification)
+        notifier.posted.connect(self._add_message)
+        bridge.status_changed.connect(self.show_status)
+        self.show_status(bridge.status)
+
+    def _button(self, text: str, slot: Callable[[], None]) -> QPushButton:
+        button = QPushButton(text)
+        button.clicked.connect(slot)
+        return button
+
+    # --- status -------------------------------------------------------------------------------------
+
+    def show_status(self, status: AppStatus) -> None:
+        """Make the labels and buttons say what the status says."""
+        for label, line in zip(self.line_labels, status_lines(status).as_list(), strict=True):
+            label.setText(line)
+        self.api_label.setText(f"API: {status.api_url}   Docs: {status.docs_url}")
+        self.login_button.setVisible(status.session is not SessionState.LOGGED_IN)
+        self.logout_button.setVisible(status.session is not SessionState.LOGGED_OUT)
+        for widget in (self.login_button, self.logout_button, self.live_check, self.copy_key_button):
+            widget.setEnabled(status.running)
+        self.live_check.setChecked(status.live)
+
+    def _live_clicked(self, checked: bool) -> None:
+        self._actions.set_live_trading(checked)
+        # The box follows the switch: it stays clear until the confirmation says yes.
+        self.live_check.setChecked(self._bridge.status.live)
+
+    def _add_message(self, notification: Notification) -> None:
+        stamp = notification.time.strftime("%H:%M:%S")
+        self.messages.insertItem(0, f"{stamp}  {notification.title}: {notification.message}")
+        while self.messages.count() > 50:
+            self.messages.takeItem(self.messages.count() - 1)
+
+    # --- journal ------------------------------------------------------------------------------------
+
+    def reload_journal(self) -> None:
+        """Re-read the newest journal entries in the background."""
+        if not self._journal_loading:
+            self._journal_loading = True
+            self._bridge.spawn(self._load_journal())
+
+    async def _load_journal(self) -> None:
+        try:
+            entries = await self._bridge.journal_entries()
+        finally:
+            self._journal_loading = False
+        self.journal.setRowCount(len(entries))
+        for row, entry in enumerate(entries):
+            for column, text in enumerate(journal_row(entry)):
+                self.journal.setItem(row, column, QTableWidgetItem(text))
+
+    # --- window -------------------------------------------------------------------------------------
+
+    def bring_to_front(self) -> None:
+        """Show the window above the others."""
+        self.show()
+        self.raise_()
+        self.activateWindow()
+
+    def showEvent(self, event: QShowEvent) -> None:
+        """Start reading the journal while the window is visible."""
+        super().showEvent(event)
+        self.reload_journal()
+        self._journal_timer.start()
+
+    def closeEvent(self, event: QCloseEvent) -> None:
+        """Hide instead of closing: Quit is what stops ftdesk."""
+        event.ignore()
+        self.hide()
+        self._journal_timer.stop()

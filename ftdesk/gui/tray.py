@@ -1,0 +1,96 @@
+"""The tray icon and its menu: the look tells the state at a glance; the menu holds status lines and actions.
+
+Menu (issue 6): status lines (session, broker, mode, streaming, clients; disabled items), Log in... /
+Log out, Live trading (checkable; switching on asks first), Settings..., Status window..., Copy API key,
+Open API docs, Open log folder, Quit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from PySide6.QtCore import QObject
+from PySide6.QtGui import QAction
+from PySide6.QtWidgets import QMenu, QSystemTrayIcon
+
+from ftdesk.domain.session import SessionState
+from ftdesk.gui.actions import UserActions
+from ftdesk.gui.bridge import AppStatus, ServiceBridge
+from ftdesk.gui.icons import IconSet, TrayLook
+from ftdesk.gui.status_text import status_lines, tooltip, tray_look
+
+
+class TrayIcon(QObject):
+    """The system-tray icon, its tooltip and its menu, kept in step with the bridge's status."""
+
+    def __init__(
+        self, bridge: ServiceBridge, actions: UserActions, icons: IconSet, parent: QObject | None = None
+    ) -> None:
+        super().__init__(parent)
+        self._bridge = bridge
+        self._actions = actions
+        self._icons = icons
+        self.look = TrayLook.LOGGED_OUT
+        self.icon = QSystemTrayIcon(icons.tray_icon(self.look), self)
+        self.menu = QMenu()
+        self.status_actions = [self._status_line() for _ in range(5)]
+        self.menu.addSeparator()
+        self.login_action = self._action("Log in…", actions.log_in)
+        self.logout_action = self._action("Log out", actions.log_out)
+        self.live_action = QAction("Live trading", self.menu)
+        self.live_action.setCheckable(True)
+        self.live_action.triggered.connect(self._live_clicked)
+        self.menu.addAction(self.live_action)
+        self.menu.addSeparator()
+        self.settings_action = self._action("Settings…", actions.open_settings)
+        self.window_action = self._action("Status window…", actions.show_window)
+        self.copy_key_action = self._action("Copy API key", actions.copy_api_key)
+        self.docs_action = self._action("Open API docs", actions.open_docs)
+        self.logs_action = self._action("Open log folder", actions.open_log_folder)
+        self.menu.addSeparator()
+        self.quit_action = self._action("Quit", actions.quit)
+        self.icon.setContextMenu(self.menu)
+        self.icon.activated.connect(self._activated)
+        bridge.status_changed.connect(self.show_status)
+        self.show_status(bridge.status)
+
+    def _status_line(self) -> QAction:
+        action = self.menu.addAction("")
+        action.setEnabled(False)
+        return action
+
+    def _action(self, text: str, slot: Callable[[], None]) -> QAction:
+        action = self.menu.addAction(text)
+        action.triggered.connect(slot)
+        return action
+
+    def show(self) -> None:
+        """Put the icon in the tray."""
+        self.icon.show()
+
+    def hide(self) -> None:
+        """Take the icon out of the tray."""
+        self.icon.hide()
+
+    def show_status(self, status: AppStatus) -> None:
+        """Make the icon, tooltip and menu say what the status says."""
+        self.look = tray_look(status)
+        self.icon.setIcon(self._icons.tray_icon(self.look))
+        self.icon.setToolTip(tooltip(status))
+        for action, line in zip(self.status_actions, status_lines(status).as_list(), strict=True):
+            action.setText(line)
+        self.login_action.setVisible(status.session is not SessionState.LOGGED_IN)
+        self.logout_action.setVisible(status.session is not SessionState.LOGGED_OUT)
+        for action in (self.login_action, self.logout_action, self.live_action, self.copy_key_action):
+            action.setEnabled(status.running)
+        self.live_action.setChecked(status.live)
+
+    def _live_clicked(self, checked: bool) -> None:
+        self._actions.set_live_trading(checked)
+        # The check follows the switch, not the click: it stays off until the confirmation says yes.
+        self.live_action.setChecked(self._bridge.status.live)
+
+    def _activated(self, reason: QSystemTrayIcon.ActivationReason) -> None:
+        # A left click opens the window; the context menu already opens on a right click.
+        if reason is QSystemTrayIcon.ActivationReason.Trigger:
+            self._actions.show_window()
