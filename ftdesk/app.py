@@ -1,7 +1,8 @@
-"""The composition root: settings -> broker -> service -> server; headless or (later) with the tray.
+"""The composition root: settings -> broker -> service -> server; headless or with the tray.
 
 This is the only module that imports concrete brokers, the server and the GUI. ``run_headless`` never
-imports Qt, so the whole service runs on a machine without a display.
+imports Qt (the GUI is imported only on the tray path), so the whole service runs on a machine without a
+display.
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import os
 import signal
 import sys
 from collections.abc import Sequence
@@ -17,18 +19,23 @@ from keyring.backend import KeyringBackend
 
 from ftdesk import __version__
 from ftdesk.brokers.base import Broker
+from ftdesk.brokers.fidelity.beps import BepsAccountEventFeed, BepsConfig
+from ftdesk.brokers.fidelity.broker import FidelityBroker
+from ftdesk.brokers.fidelity.config import FidelityConfig
+from ftdesk.brokers.fidelity.routing import UpstreamRouter
 from ftdesk.brokers.paper.broker import PaperBroker, paper_db_path, reset_world
 from ftdesk.brokers.paper.config import PaperConfig
 from ftdesk.config import SETTINGS, ConfigError, Settings, load_settings
 from ftdesk.domain.clock import Clock, SystemClock
 from ftdesk.domain.session import SessionState
-from ftdesk.logs import SecretRedactor, configure_logging
+from ftdesk.logs import SecretRedactor, configure_logging, log_dir
 from ftdesk.service.context import LiveTradingSwitch, ServiceContext
 from ftdesk.service.credentials import CredentialStore
 from ftdesk.service.keys import ApiKeyStore, SecretVault
 from ftdesk.service.orders_desk import OrderDesk
 from ftdesk.service.orders_journal import JOURNAL_FILE_NAME, OrderJournal
 from ftdesk.service.routes import route_tables
+from ftdesk.service.routes.app_window import DESKTOP_WINDOW, DesktopWindow
 from ftdesk.service.routing import RouteTable
 from ftdesk.service.server import PortInUseError, ServiceServer
 from ftdesk.service.session import SessionManager
@@ -63,9 +70,16 @@ def build_broker(settings: Settings, clock: Clock) -> Broker:
             tick_interval=settings.paper_tick_interval,
         )
         return PaperBroker(config, clock)
-    raise ConfigError(
-        f"FTSERVICE_BROKER={settings.broker!r} is not available in this build yet; use FTSERVICE_BROKER=paper"
-    )
+    if settings.broker == "fidelity":
+        router = UpstreamRouter(settings.fidelity_upstream)
+        beps = BepsConfig.from_settings(settings)
+        # Without the FTSERVICE_BEPS_* variables the feed says which are missing (503 on /streaming/events).
+        return FidelityBroker(
+            FidelityConfig(upstream=settings.fidelity_upstream),
+            clock,
+            account_events=BepsAccountEventFeed(beps, router=router, clock=clock),
+        )
+    raise ConfigError(f"FTSERVICE_BROKER={settings.broker!r} is not a broker ftdesk knows; use paper or fidelity")
 
 
 def settings_redactor(settings: Settings) -> SecretRedactor:
@@ -84,6 +98,7 @@ class ServiceRuntime:
         keyring_backend: KeyringBackend | None = None,
         redactor: SecretRedactor | None = None,
         extra_tables: list[RouteTable] | None = None,
+        window: DesktopWindow | None = None,
     ) -> None:
         self.settings = settings
         self.clock = clock or SystemClock()
@@ -94,6 +109,8 @@ class ServiceRuntime:
         self.broker: Broker = build_broker(settings, self.clock)
         self.live = LiveTradingSwitch(settings.live_trading)
         self._extra_tables = extra_tables or []
+        self._window = window
+        self._key_store: ApiKeyStore | None = None
         self.session: SessionManager | None = None
         self.orders: OrderDesk | None = None
         self.quotes: QuoteHub | None = None
@@ -107,6 +124,7 @@ class ServiceRuntime:
         # keyring may talk to D-Bus and the fallback touches the disk: keep both off the event loop.
         api_key, key_source = await asyncio.to_thread(key_store.load_or_create)
         self.redactor.add(api_key)
+        self._key_store = key_store
         credentials = CredentialStore(vault, settings.data_dir, settings.encryption_key)
         # The journal opens first: rows a crashed run left 'pending' become 'unknown' before any new order.
         orders = OrderDesk(OrderJournal(settings.data_dir / JOURNAL_FILE_NAME, self.clock), self.clock)
@@ -161,6 +179,8 @@ class ServiceRuntime:
             events=events,
         )
         app = create_web_app(self.context, route_tables() + self._extra_tables)
+        if self._window is not None:
+            app[DESKTOP_WINDOW] = self._window
         server = ServiceServer(app, settings.host, settings.port)
         try:
             await server.start()
@@ -174,6 +194,13 @@ class ServiceRuntime:
         self.server = server
         if settings.login_at_startup:
             await session.login_with_stored_credentials()
+
+    async def regenerate_api_key(self) -> None:
+        """Store a new API key (off the loop); it takes effect when the service next starts."""
+        if self._key_store is None:
+            raise RuntimeError("the service has not started")
+        key, _source = await asyncio.to_thread(self._key_store.regenerate)
+        self.redactor.add(key)
 
     @property
     def url(self) -> str:
@@ -264,6 +291,34 @@ async def _instance_running(settings: Settings) -> bool:
     return isinstance(body, dict) and (body.get("data") or {}).get("service") == "ftdesk"
 
 
+async def hand_off_to_running_instance(settings: Settings, keyring_backend: KeyringBackend | None) -> str | None:
+    """Ask an ftdesk already serving the configured port to show its window; return the line to print, or None."""
+    if settings.port == 0 or not await _instance_running(settings):
+        return None
+    import aiohttp
+
+    running = f"ftdesk is already running at {settings.base_url}"
+    store = ApiKeyStore(SecretVault(keyring_backend), settings.data_dir, settings.api_key)
+    # It is the same user: the running instance keeps its key where this launch finds it.
+    key, _source = await asyncio.to_thread(store.load_or_create)
+    try:
+        timeout = aiohttp.ClientTimeout(total=3)
+        async with (
+            aiohttp.ClientSession(timeout=timeout) as http,
+            http.post(f"{settings.base_url}/api/v1/app/window", headers={"Authorization": f"Bearer {key}"}) as r,
+        ):
+            body = await r.json()
+    except (aiohttp.ClientError, TimeoutError, ValueError) as exc:
+        return f"{running}; could not ask it to show its window ({type(exc).__name__})"
+    data = body.get("data") if isinstance(body, dict) else None
+    if not isinstance(data, dict):
+        error = (body.get("error") or {}) if isinstance(body, dict) else {}
+        return f"{running}; it did not show its window ({error.get('code', f'HTTP {r.status}')})"
+    if data.get("shown"):
+        return f"{running}; its window is now in front"
+    return f"{running}; {data.get('reason') or 'it has no window to show'}"
+
+
 def reset_paper(settings: Settings) -> int:
     """Delete the paper world so the next start creates a fresh one (refused while ftdesk runs)."""
     if asyncio.run(_instance_running(settings)):
@@ -279,6 +334,34 @@ def reset_paper(settings: Settings) -> int:
     else:
         print(f"No paper world at {db_path}; the next start creates a fresh one")
     return 0
+
+
+def _display_missing() -> bool:
+    """Say whether Qt would find no display to open (it aborts the process then, so check first)."""
+    if not sys.platform.startswith("linux"):
+        return False
+    return not any(os.environ.get(name) for name in ("DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM"))
+
+
+def run_tray(settings: Settings, redactor: SecretRedactor) -> int:
+    """Run the tray app and the service on one qasync loop; hand off to a running instance instead if any."""
+    backend = system_keyring()
+    message = asyncio.run(hand_off_to_running_instance(settings, backend))
+    if message is not None:
+        print(message, flush=True)
+        return 0
+    from ftdesk.gui.application import run_gui
+
+    def make_runtime(current: Settings, window: DesktopWindow) -> ServiceRuntime:
+        return ServiceRuntime(current, keyring_backend=backend, redactor=redactor, window=window)
+
+    return run_gui(
+        settings,
+        redactor,
+        make_runtime=make_runtime,
+        reload_settings=load_settings,
+        install_stop_signals=_install_stop_signals,
+    )
 
 
 def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -310,9 +393,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.reset_paper:
         return reset_paper(settings)
     redactor = settings_redactor(settings)
-    configure_logging(settings.log_level, settings.data_dir / "logs", redactor)
+    configure_logging(settings.log_level, log_dir(settings.data_dir), redactor)
     if not args.headless:
-        print("ftdesk: the tray app is not part of this build yet; serving headless", file=sys.stderr, flush=True)
+        if not _display_missing():
+            return run_tray(settings, redactor)
+        print(
+            "ftdesk: no display (DISPLAY and WAYLAND_DISPLAY are unset); serving headless without the tray",
+            file=sys.stderr,
+            flush=True,
+        )
     return run_headless(settings, redactor)
 
 

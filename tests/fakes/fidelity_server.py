@@ -1,9 +1,10 @@
 """A fake Fidelity HTTP upstream on a real loopback socket: every host behind FTSERVICE_FIDELITY_UPSTREAM.
 
 Requests arrive as ``/{host}/{path}`` (``ftdesk.brokers.fidelity.routing``); with ``mdds=FakeMdds()`` the
-MDDS WebSocket host is served too, for the session's cookies. The fake plays the login
-handshake of section 3.1 (with or without a second factor: ``totp_secret``), the security context, extend
-session, logout, and the account/portfolio endpoints with the payloads of ``fidelity_payloads``. Data
+MDDS WebSocket host is served too, for the session's cookies, and with ``appsync=FakeAppSync()`` the BEPS
+host. The fake plays the login handshake of section 3.1 (with or without a second factor:
+``totp_secret``), the security context, extend session and logout; the endpoint groups answer from their
+own modules (``fidelity_<group>.py``) and the account/portfolio endpoints from ``fidelity_payloads``. Data
 routes need the session cookie ``ATC`` of a live session and answer 401 otherwise (3.9).
 
 Tests drive it with ``expire()`` (every session dies; ``expiry_style`` picks how the death shows: 401,
@@ -27,6 +28,7 @@ import pyotp
 from aiohttp import web
 
 from tests.fakes import fidelity_payloads as p
+from tests.fakes.appsync_server import FakeAppSync
 from tests.fakes.fidelity_market_data import FakeMarketData
 from tests.fakes.fidelity_orders import FakeOrders
 from tests.fakes.fidelity_research import FakeResearch
@@ -39,6 +41,7 @@ ECAAP = "ecaap.fidelity.com"
 DP = "dpservice.fidelity.com"
 DPXQ1 = "dpservicexq1.fidelity.com"
 MDDS = "mdds-i-tc.fidelity.com"
+BEPS = "spservice.fidelity.com"
 SESSION_COOKIES = ("ATC", "FC", "RC", "SC")
 NEW_YORK = ZoneInfo("America/New_York")
 
@@ -64,9 +67,11 @@ class FakeFidelity:
         password: str = "correct-horse",
         totp_secret: str | None = None,
         mdds: FakeMdds | None = None,
+        appsync: FakeAppSync | None = None,
     ) -> None:
         self.username = username
         self.mdds = mdds
+        self.appsync = appsync
         self.password = password
         self.totp_secret = totp_secret
         self.expiry_style = "401"
@@ -156,6 +161,8 @@ class FakeFidelity:
             atc = request.cookies.get("ATC", "")
             self.mdds.cookie = ("ATC", atc if atc in self.sessions else "no live session")
             return await self.mdds._handle(request)
+        if host == BEPS and self.appsync is not None:
+            return await self.appsync._handle(request)  # BEPS authenticates with its token, not the cookies
         if path in self.failures:
             status, payload = self.failures.pop(path)
             return web.json_response(payload, status=status)

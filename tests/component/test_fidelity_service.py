@@ -1,0 +1,251 @@
+"""The whole service with FTSERVICE_BROKER=fidelity against the fake upstreams (HTTP hosts, MDDS, AppSync).
+
+Everything goes through the public API on a real socket, as a script would use it: login (with and
+without a second factor), expiry then auto re-auth, portfolio reads, preview-then-place with live
+trading on, cancel, SSE quotes from MDDS across a dropped connection, and BEPS events on the event stream.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator, Callable, Coroutine
+from typing import Any
+
+import pyotp
+import pytest
+
+from ftdesk.service.routes import streaming
+from tests.api.test_streaming_api import SseFrame, SseReader
+from tests.conftest import RunningService
+from tests.fakes import fidelity_payloads as payloads
+from tests.fakes.appsync_server import BEPS_HOST, STREAM_URL_TEMPLATE, FakeAppSync
+from tests.fakes.fidelity_server import FakeFidelity
+from tests.fakes.mdds_server import FakeMdds
+
+API = "/api/v1"
+BEPS_TOKEN = "beps-jwt-for-tests"
+TOTP_SECRET = "JBSWY3DPEHPK3PXPJBSWY3DPEHPK3PXP"
+
+
+class Upstream:
+    """The three fake upstream servers one Fidelity service talks to."""
+
+    def __init__(self, *, totp_secret: str | None = None) -> None:
+        self.mdds = FakeMdds()
+        self.appsync = FakeAppSync(token=BEPS_TOKEN)
+        self.fidelity = FakeFidelity(mdds=self.mdds, appsync=self.appsync, totp_secret=totp_secret)
+
+    async def start(self) -> None:
+        await self.mdds.start()
+        await self.appsync.start()
+        await self.fidelity.start()
+
+    async def close(self) -> None:
+        await self.fidelity.close()
+        await self.appsync.close()
+        await self.mdds.close()
+
+    def env(self, **extra: str) -> dict[str, str]:
+        """Return the FTSERVICE_* settings of a service fronting these fakes."""
+        return {
+            "broker": "fidelity",
+            "fidelity_upstream": self.fidelity.base_url,
+            "beps_token": BEPS_TOKEN,
+            "beps_host": BEPS_HOST,
+            "beps_stream_url": STREAM_URL_TEMPLATE,
+            "beps_mid": "ee629881ce0a8830",
+            "stream_backoff": "0.05",
+            **extra,
+        }
+
+
+StartFidelity = Callable[..., Coroutine[Any, Any, tuple[RunningService, Upstream]]]
+
+
+@pytest.fixture(autouse=True)
+def quick_heartbeat(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Heartbeat often so a dropped SSE client is noticed at once."""
+    monkeypatch.setattr(streaming, "HEARTBEAT_SECONDS", 0.05)
+
+
+@pytest.fixture
+async def start_fidelity(start_service: Callable[..., Any]) -> AsyncIterator[StartFidelity]:
+    """Start the fakes and a service fronting them; close the fakes after the service."""
+    upstreams: list[Upstream] = []
+
+    async def start(*, totp_secret: str | None = None, **env: str) -> tuple[RunningService, Upstream]:
+        upstream = Upstream(totp_secret=totp_secret)
+        await upstream.start()
+        upstreams.append(upstream)
+        service = await start_service(**upstream.env(**env))
+        return service, upstream
+
+    yield start
+    for upstream in upstreams:
+        await upstream.close()
+
+
+async def login(service: RunningService, **extra: object) -> tuple[int, dict[str, Any]]:
+    """Log in to the fake Fidelity through the API."""
+    body = {"username": "trader", "password": "correct-horse", **extra}
+    return await service.call("POST", f"{API}/auth/login", json=body)
+
+
+@contextlib.asynccontextmanager
+async def open_sse(service: RunningService, path: str) -> AsyncIterator[SseReader]:
+    """Open an SSE stream; leaving the block drops it."""
+    response = await service.http.get(service.url(path), headers=service.auth)
+    assert response.status == 200, await response.text()
+    try:
+        yield SseReader(response)
+    finally:
+        response.close()
+
+
+def quote_of(symbol: str, **expected: float) -> Callable[[SseFrame], bool]:
+    """Accept a quote frame of this symbol whose fields have these values."""
+
+    def accepts(frame: SseFrame) -> bool:
+        if frame.event != "quote":
+            return False
+        data = frame.data
+        return bool(data["symbol"] == symbol and all(data.get(k) == v for k, v in expected.items()))
+
+    return accepts
+
+
+async def test_login_then_portfolio_reads(start_fidelity: StartFidelity) -> None:
+    service, upstream = await start_fidelity()
+
+    status, body = await login(service)
+    assert status == 200, body
+    assert body["data"]["state"] == "logged_in" and body["data"]["broker"] == "fidelity"
+
+    status, accounts = await service.call("GET", f"{API}/accounts")
+    assert status == 200
+    assert payloads.MARGIN in [account["acct_num"] for account in accounts["data"]]
+    status, positions = await service.call("GET", f"{API}/accounts/{payloads.MARGIN}/positions")
+    assert status == 200, positions
+    assert {"SPAXX", "AAPL"} <= {position["symbol"] for position in positions["data"]}
+    assert upstream.fidelity.logins == 1
+
+
+async def test_a_second_factor_is_asked_for_then_accepted(start_fidelity: StartFidelity) -> None:
+    service, _ = await start_fidelity(totp_secret=TOTP_SECRET)
+
+    status, body = await login(service)
+    assert status == 401 and body["error"]["code"] == "TOTP_REQUIRED", body
+
+    status, body = await login(service, totp_code=pyotp.TOTP(TOTP_SECRET).now())
+    assert status == 200 and body["data"]["state"] == "logged_in", body
+
+
+async def test_an_expired_session_is_renewed_with_the_stored_credentials(start_fidelity: StartFidelity) -> None:
+    service, upstream = await start_fidelity()
+    status, body = await login(service, remember=True)
+    assert status == 200, body
+
+    upstream.fidelity.expire()
+    status, positions = await service.call("GET", f"{API}/accounts/{payloads.MARGIN}/positions")
+
+    assert status == 200, positions
+    assert upstream.fidelity.logins == 2
+    status, session = await service.call("GET", f"{API}/auth/status")
+    assert session["data"]["state"] == "logged_in" and session["data"]["reauth_count"] == 1
+
+
+async def test_preview_place_and_cancel_an_equity_order_with_live_trading_on(start_fidelity: StartFidelity) -> None:
+    service, upstream = await start_fidelity(live_trading="true")
+    await login(service)
+    order = {
+        "acctNum": payloads.MARGIN,
+        "symbol": "AAPL",
+        "orderActionCode": "B",
+        "qty": 2,
+        "priceTypeCode": "L",
+        "limitPrice": 150.0,
+        "tifCode": "G",
+    }
+
+    status, preview = await service.call("POST", f"{API}/orders/equity/preview", json=order)
+    assert status == 200, preview
+    conf_num = preview["data"]["conf_num"]
+    status, placed = await service.call("POST", f"{API}/orders/equity/place", json={**order, "confNum": conf_num})
+    assert status == 200, placed
+    assert upstream.fidelity.hits_for("/orderentry/equity/place/v1") == 1  # exactly one upstream place
+
+    status, canceled = await service.call(
+        "POST",
+        f"{API}/orders/{placed['data']['conf_num']}/cancel",
+        json={"acct_num": payloads.MARGIN, "action_code": "B"},
+    )
+    assert status == 200 and canceled["data"]["is_accepted"] is True, canceled
+    status, journal = await service.call("GET", f"{API}/orders/journal")
+    assert [entry["action"] for entry in journal["data"]][:3] == ["cancel", "place", "preview"]
+
+
+async def test_sse_quotes_come_from_mdds_and_survive_a_dropped_connection(start_fidelity: StartFidelity) -> None:
+    service, upstream = await start_fidelity()
+    await login(service)
+
+    async with open_sse(service, f"{API}/streaming/quotes?symbols=RKLB") as stream:
+        await stream.until(quote_of("RKLB", last=57.38, bid=56.6, ask=56.73))
+        first = upstream.mdds.current
+        assert first is not None and first.subscribed == {"RKLB"}
+
+        await upstream.mdds.kill()
+        await stream.until(lambda frame: frame.event == "status" and frame.data.get("state") == "reconnecting")
+        await stream.until(lambda frame: frame.event == "status" and frame.data.get("state") == "connected")
+
+        second = upstream.mdds.current
+        assert second is not None and second.session_id != first.session_id
+        assert second.subscribed == {"RKLB"}  # re-subscribed on the new connection
+        assert await upstream.mdds.publish("RKLB", {"20": "57.10"}) == 1
+        await stream.until(quote_of("RKLB", bid=57.10))
+
+
+async def test_beps_events_reach_the_event_stream(start_fidelity: StartFidelity) -> None:
+    service, upstream = await start_fidelity()
+    await login(service)
+
+    async with open_sse(service, f"{API}/streaming/events") as stream:
+        await stream.until(lambda frame: frame.event == "status" and frame.data.get("state") == "connected")
+        assert await upstream.appsync.push(
+            {
+                "eventId": "e-1",
+                "subscribeId": "ee629881ce0a8830",
+                "source": "BEPS",
+                "eventCreatedTime": "2026-11-21T14:30:00Z",
+                "eventType": "MFCEX",
+                "hasError": False,
+                "message": "{}",
+                "desc": "Bought 2 AAPL @ 150.00",
+                "consumerAppId": "ATN",
+            }
+        )
+        frames = await stream.until(lambda frame: frame.event == "beps")
+    event = frames[-1].data
+    assert (event["event_type"], event["category"]) == ("MFCEX", "order")
+    assert "Bought 2 AAPL" in str(event["desc"])
+    assert frames[-1].fields["id"] == "1"
+
+
+async def test_without_the_beps_settings_the_event_stream_says_what_is_missing(start_service) -> None:
+    upstream = Upstream()
+    await upstream.start()
+    try:
+        env = upstream.env()
+        for name in ("beps_token", "beps_host", "beps_stream_url", "beps_mid"):
+            del env[name]
+        service = await start_service(**env)
+        status, body = await service.call("GET", f"{API}/streaming/events")
+        assert status == 503 and body["error"]["code"] == "STREAMING_UNAVAILABLE"
+        for variable in (
+            "FTSERVICE_BEPS_TOKEN",
+            "FTSERVICE_BEPS_HOST",
+            "FTSERVICE_BEPS_STREAM_URL",
+            "FTSERVICE_BEPS_MID",
+        ):
+            assert variable in body["error"]["message"]
+    finally:
+        await upstream.close()
