@@ -3,16 +3,12 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-from pydantic import SecretStr
 
 from ftdesk.brokers.fidelity.broker import FidelityBroker
-from ftdesk.brokers.fidelity.config import FidelityConfig
 from ftdesk.domain import errors as e
-from ftdesk.domain.clock import SystemClock
 from ftdesk.domain.orders import (
     ConditionalLeg,
     ConditionalOrder,
@@ -31,36 +27,12 @@ from ftdesk.domain.orders import (
     StagedOrderDraft,
     TimeInForce,
 )
-from ftdesk.domain.session import Credentials
 from tests.fakes import fidelity_payloads as p
 from tests.fakes.fidelity_server import FakeFidelity
 
-USER, PASSWORD = "trader", "correct-horse-battery"
 EQUITY_PREVIEW = "/ftgw/dp/orderentry/equity/preview/v1"
 EQUITY_PLACE = "/ftgw/dp/orderentry/equity/place/v1"
 CANCEL_PLACE = "/ftgw/dp/orderentry/cancel/place/v1"
-
-
-@pytest.fixture
-async def fake() -> AsyncIterator[FakeFidelity]:
-    server = FakeFidelity(username=USER, password=PASSWORD)
-    await server.start()
-    try:
-        yield server
-    finally:
-        await server.close()
-
-
-@pytest.fixture
-async def broker(fake: FakeFidelity) -> AsyncIterator[FidelityBroker]:
-    config = FidelityConfig(upstream=fake.base_url, request_timeout=5.0, rate_per_second=1000.0, burst=1000)
-    instance = FidelityBroker(config, SystemClock())
-    await instance.start()
-    await instance.login(Credentials(username=USER, password=SecretStr(PASSWORD)))
-    try:
-        yield instance
-    finally:
-        await instance.close()
 
 
 def aapl_buy(limit: float = 150.0, **changes: Any) -> EquityOrder:

@@ -2,41 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
 import pytest
-from pydantic import SecretStr
 
 from ftdesk.brokers.fidelity.broker import FidelityBroker
-from ftdesk.brokers.fidelity.config import FidelityConfig
 from ftdesk.domain import errors as e
-from ftdesk.domain.clock import SystemClock
 from ftdesk.domain.research import AnalyticsLeg, AnalyticsRequest, NoteDraft, NoteUpdate, ScanCriterion, ScanDefinition
-from ftdesk.domain.session import Credentials
 from tests.fakes.fidelity_server import FakeFidelity
-
-USER, PASSWORD = "trader", "correct-horse-battery"
-
-
-@pytest.fixture
-async def fake() -> AsyncIterator[FakeFidelity]:
-    server = FakeFidelity(username=USER, password=PASSWORD)
-    await server.start()
-    try:
-        yield server
-    finally:
-        await server.close()
-
-
-@pytest.fixture
-async def broker(fake: FakeFidelity) -> AsyncIterator[FidelityBroker]:
-    config = FidelityConfig(upstream=fake.base_url, request_timeout=5.0, rate_per_second=1000.0, burst=1000)
-    instance = FidelityBroker(config, SystemClock())
-    await instance.login(Credentials(username=USER, password=SecretStr(PASSWORD)))
-    try:
-        yield instance
-    finally:
-        await instance.close()
 
 
 async def test_earnings_for_pipe_joined_symbols(broker: FidelityBroker, fake: FakeFidelity) -> None:

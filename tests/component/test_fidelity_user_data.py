@@ -4,49 +4,20 @@ client against the fake upstream on a loopback socket."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 from datetime import datetime
 from zoneinfo import ZoneInfo
 
 import pytest
-from pydantic import SecretStr
 
 from ftdesk.brokers.fidelity.broker import FidelityBroker
-from ftdesk.brokers.fidelity.config import FidelityConfig
 from ftdesk.brokers.fidelity.user_data_preferences import PREFERENCE_PATH
 from ftdesk.domain import errors as e
-from ftdesk.domain.clock import SystemClock
-from ftdesk.domain.session import Credentials
 from ftdesk.domain.user_data import PriceTriggerDraft, TriggerDirection, TriggerStatus, WatchlistDraft
 from tests.fakes import fidelity_user_data_payloads as u
 from tests.fakes.fidelity_server import FakeFidelity, RecordedRequest
 from tests.fakes.fidelity_user_data import PREFS, TRIGGERS, WATCHLISTS
 
-USER = "trader"
-PASSWORD = "correct-horse-battery"
 DP = "dpservice.fidelity.com"
-
-
-@pytest.fixture
-async def fake() -> AsyncIterator[FakeFidelity]:
-    server = FakeFidelity(username=USER, password=PASSWORD)
-    await server.start()
-    try:
-        yield server
-    finally:
-        await server.close()
-
-
-@pytest.fixture
-async def broker(fake: FakeFidelity) -> AsyncIterator[FidelityBroker]:
-    config = FidelityConfig(upstream=fake.base_url, request_timeout=5.0, rate_per_second=1000.0, burst=1000)
-    instance = FidelityBroker(config, SystemClock())
-    await instance.start()
-    await instance.login(Credentials(username=USER, password=SecretStr(PASSWORD)))
-    try:
-        yield instance
-    finally:
-        await instance.close()
 
 
 def received(fake: FakeFidelity, path: str) -> list[RecordedRequest]:

@@ -1,0 +1,40 @@
+"""Fixtures of the Fidelity group tests: the fake upstream and a broker logged in to it."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import pytest
+from pydantic import SecretStr
+
+from ftdesk.brokers.fidelity.broker import FidelityBroker
+from ftdesk.brokers.fidelity.config import FidelityConfig
+from ftdesk.domain.clock import SystemClock
+from ftdesk.domain.session import Credentials
+from tests.fakes.fidelity_server import FakeFidelity
+
+FIDELITY_USER, FIDELITY_PASSWORD = "trader", "correct-horse-battery"
+
+
+@pytest.fixture
+async def fake() -> AsyncIterator[FakeFidelity]:
+    """Start the fake Fidelity upstream on a loopback port."""
+    server = FakeFidelity(username=FIDELITY_USER, password=FIDELITY_PASSWORD)
+    await server.start()
+    try:
+        yield server
+    finally:
+        await server.close()
+
+
+@pytest.fixture
+async def broker(fake: FakeFidelity) -> AsyncIterator[FidelityBroker]:
+    """Return a Fidelity broker logged in to the fake (no client-side rate limit in the way)."""
+    config = FidelityConfig(upstream=fake.base_url, request_timeout=5.0, rate_per_second=1000.0, burst=1000)
+    instance = FidelityBroker(config, SystemClock())
+    await instance.start()
+    await instance.login(Credentials(username=FIDELITY_USER, password=SecretStr(FIDELITY_PASSWORD)))
+    try:
+        yield instance
+    finally:
+        await instance.close()
