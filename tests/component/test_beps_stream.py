@@ -22,7 +22,7 @@ from ftdesk.streaming.events import AccountEventHub, EventConsumer, NumberedEven
 from ftdesk.streaming.models import HubState
 from tests.fakes.appsync_server import BEPS_HOST, STREAM_URL_TEMPLATE, FakeAppSync
 from tests.fakes.clock import ManualClock
-from tests.unit.streaming.helpers import settle
+from tests.fakes.stepping import advance_in_steps, wait_until
 
 TOKEN = "eyJhbGciOiJSUzI1NiJ9.beps-test-token.c2lnbmF0dXJl"
 MID = "MID123"
@@ -61,20 +61,11 @@ class BepsRig:
 
     async def advance(self, seconds: float, step: float = 0.25) -> None:
         """Move the manual clock in steps, letting the hub react at each."""
-        await settle()
-        remaining = seconds
-        while remaining > 1e-9:
-            move = min(step, remaining)
-            await self.clock.advance(move)
-            await settle()
-            remaining -= move
+        await advance_in_steps(self.clock, seconds, step)
 
     async def until(self, condition: Any, within: float = 5.0) -> None:
         """Wait in real time (bounded) for a condition on the hub or the server."""
-        async with asyncio.timeout(within):
-            # Polled: the condition spans the hub and the server, which share no change event.
-            while not condition():  # noqa: ASYNC110
-                await asyncio.sleep(0.002)
+        await wait_until(condition, within)
 
     async def subscribed(self) -> None:
         """Log in and wait until the server holds the subscription."""

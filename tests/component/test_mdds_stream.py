@@ -20,7 +20,7 @@ from ftdesk.streaming.hub import QuoteConsumer, QuoteHub
 from ftdesk.streaming.models import HubState, QuoteError, QuoteItem
 from tests.fakes.clock import ManualClock
 from tests.fakes.mdds_server import FakeMdds
-from tests.unit.streaming.helpers import settle
+from tests.fakes.stepping import advance_in_steps, wait_until
 
 DELAY = 10.0
 BACKOFF = (1.0, 2.0, 4.0)
@@ -56,20 +56,11 @@ class MddsRig:
 
     async def advance(self, seconds: float, step: float = 0.25) -> None:
         """Move the manual clock in steps, letting the hub react at each."""
-        await settle()
-        remaining = seconds
-        while remaining > 1e-9:
-            move = min(step, remaining)
-            await self.clock.advance(move)
-            await settle()
-            remaining -= move
+        await advance_in_steps(self.clock, seconds, step)
 
     async def until(self, condition: Any, within: float = 5.0) -> None:
         """Wait in real time (bounded) for a condition on the hub or the server."""
-        async with asyncio.timeout(within):
-            # Polled: the condition spans the hub and the server, which share no change event.
-            while not condition():  # noqa: ASYNC110
-                await asyncio.sleep(0.002)
+        await wait_until(condition, within)
 
     def state(self) -> HubState:
         """Return the hub's state (a call, so a type checker does not narrow it across awaits)."""

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Sequence
 
 from ftdesk.brokers.base import QuoteFeed
@@ -11,18 +10,13 @@ from ftdesk.streaming.hub import QuoteConsumer, QuoteHub
 from ftdesk.streaming.models import HubState, QuoteError, QuoteItem
 from tests.fakes.clock import ManualClock
 from tests.fakes.quote_feed import FakeQuoteFeed
+from tests.fakes.stepping import advance_in_steps, settle
 
 DELAY = 10.0
 BACKOFF = (1.0, 2.0, 4.0)
 WATCHDOG = 30.0
 PROBE = 10.0
 STABLE_AFTER = 10.0
-
-
-async def settle(rounds: int = 40) -> None:
-    """Let every ready task run (no clock movement)."""
-    for _ in range(rounds):
-        await asyncio.sleep(0)
 
 
 def prices(items: Sequence[QuoteItem]) -> list[tuple[str, float]]:
@@ -62,14 +56,8 @@ class Rig:
         return self.feed
 
     async def advance(self, seconds: float, step: float = 0.25) -> None:
-        """Let ready tasks run, then move the clock in small steps, letting the hub react at each step."""
-        await settle()
-        remaining = seconds
-        while remaining > 1e-9:
-            move = min(step, remaining)
-            await self.clock.advance(move)
-            await settle()
-            remaining -= move
+        """Move the manual clock in steps, letting the hub react at each."""
+        await advance_in_steps(self.clock, seconds, step)
 
     async def login(self) -> None:
         self.hub.set_session_active(True)
