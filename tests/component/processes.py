@@ -53,6 +53,8 @@ class ServiceProcess:
         self.port = port
         self.base_url = f"http://127.0.0.1:{port}"
         self.banner = ""
+        self.stdout_task: asyncio.Future[bytes] | None = None
+        self.stderr_task: asyncio.Future[bytes] | None = None
 
     @classmethod
     async def start(cls, args: Sequence[str], env: dict[str, str], port: int, *, ready: bool = True) -> ServiceProcess:
@@ -75,7 +77,18 @@ class ServiceProcess:
                 raise AssertionError(f"ftdesk exited before serving: {stderr.decode(errors='replace')}")
             if b"serving" in line:
                 self.banner = line.decode()
+                self._drain_output()
                 return
+
+    def _drain_output(self) -> None:
+        # Keep reading both pipes from now on: a full pipe (the access log writes a line per request)
+        # would block the app's loggers, and with them its event loop.
+        self.stdout_task = asyncio.ensure_future(self.proc.stdout.read()) if self.proc.stdout else None
+        self.stderr_task = asyncio.ensure_future(self.proc.stderr.read()) if self.proc.stderr else None
+
+    async def stderr_text(self) -> str:
+        """Return everything the process wrote to stderr after its banner (waits for it to exit)."""
+        return (await self.stderr_task).decode(errors="replace") if self.stderr_task is not None else ""
 
     async def stop(self, sig: int = signal.SIGTERM, limit: float = 3.0) -> int:
         """Send a signal and return the exit code (fails if it takes longer than limit seconds)."""
@@ -87,6 +100,9 @@ class ServiceProcess:
         if self.proc.returncode is None:
             self.proc.kill()
             await self.proc.wait()
+        for task in (self.stdout_task, self.stderr_task):
+            if task is not None and not task.done():
+                task.cancel()
 
 
 def main_py() -> list[str]:

@@ -32,11 +32,6 @@ def gui_env(data_dir: Path, port: int, **extra: str) -> dict[str, str]:
     return service_env(data_dir, port, FTSERVICE_API_KEY=TEST_API_KEY, **extra)
 
 
-def drain_output(app: ServiceProcess) -> list[asyncio.Task[bytes]]:
-    """Keep reading the app's stdout and stderr: a full pipe would block its loggers, and so its loop."""
-    return [asyncio.create_task(stream.read()) for stream in (app.proc.stdout, app.proc.stderr) if stream]
-
-
 def rss_kb(pid: int) -> int:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
@@ -100,7 +95,6 @@ async def test_soak_streams_and_rest_for_60_s_without_a_crash_or_memory_growth(t
     port = free_port()
     app = await ServiceProcess.start(main_py(), gui_env(tmp_path, port, FTSERVICE_PAPER_TICK_INTERVAL="0.05"), port)
     base = app.base_url
-    output = drain_output(app)  # the access log writes a line per request to stderr
     counts = {"sse": 0, "ws": 0, "rest": 0}
     try:
         async with aiohttp.ClientSession() as http:
@@ -151,6 +145,6 @@ async def test_soak_streams_and_rest_for_60_s_without_a_crash_or_memory_growth(t
         assert counts["sse"] > 1000 and counts["ws"] > 1000 and counts["rest"] > 1000, counts
         assert growth < RSS_GROWTH_LIMIT_KB, f"RSS grew {growth} kB between 10 s and 60 s"
         assert await app.stop() == 0
-        assert b"Traceback" not in await output[1]
+        assert "Traceback" not in await app.stderr_text()
     finally:
         await app.kill()
