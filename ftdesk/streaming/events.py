@@ -194,38 +194,21 @@ class AccountEventHub(SupervisedStream[AccountEventConnection]):
         consumer_queue: int = 1000,
         stable_after: float = 10.0,
     ) -> None:
-        delays = tuple(float(d) for d in backoff)
-        if not delays or any(d <= 0 for d in delays):
-            raise ValueError(f"backoff must be a non-empty sequence of positive seconds, got {delays}")
+        super().__init__(clock, backoff, stable_after)
         if buffer_size < 0:
             raise ValueError(f"buffer_size must not be negative, got {buffer_size}")
         if consumer_queue < 1:
             raise ValueError(f"consumer_queue must be >= 1, got {consumer_queue}")
-        if stable_after < 0:
-            raise ValueError(f"stable_after must not be negative, got {stable_after}")
         self._feed = feed
-        self._clock = clock
-        self._backoff = delays
         self._consumer_queue = consumer_queue
-        self._stable_after = float(stable_after)
 
         self._buffer: deque[NumberedEvent] = deque(maxlen=buffer_size)
         self._last_id = 0
         self._consumers: dict[str, EventConsumer] = {}
         self._consumer_ids = itertools.count(1)
 
-        self._session_active = False
-        self._session_epoch = 0
-        self._state = HubState.DISABLED
-        self._since = clock.now()
-        self._reconnect_count = 0
         self._last_event_mono: float | None = None
-        self._last_error: str | None = None
-        self._started = False
-        self._closed = False
         self._task: asyncio.Task[None] | None = None
-        self._supervisor_wake = asyncio.Event()
-        self._session_wake = asyncio.Event()
 
     # --- lifecycle ------------------------------------------------------------------------------
 
@@ -251,15 +234,6 @@ class AccountEventHub(SupervisedStream[AccountEventConnection]):
         for consumer in list(self._consumers.values()):
             consumer._shutdown(HUB_CLOSED_REASON, keep_queued=False)
         self._set_state(HubState.DISABLED)
-
-    def set_session_active(self, active: bool) -> None:
-        """Say whether a brokerage session exists: logout closes the upstream, login reopens it."""
-        if active == self._session_active:
-            return
-        self._session_active = active
-        self._session_epoch += 1
-        self._supervisor_wake.set()
-        self._session_wake.set()
 
     # --- consumers ------------------------------------------------------------------------------
 

@@ -204,28 +204,21 @@ class QuoteHub(SupervisedStream[QuoteConnection]):
         probe_timeout: float = 10.0,
         stable_after: float = 10.0,
     ) -> None:
-        delays = tuple(float(d) for d in backoff)
-        if not delays or any(d <= 0 for d in delays):
-            raise ValueError(f"backoff must be a non-empty sequence of positive seconds, got {delays}")
+        super().__init__(clock, backoff, stable_after)
         if unsubscribe_delay < 0:
             raise ValueError(f"unsubscribe_delay must not be negative, got {unsubscribe_delay}")
         if watchdog_timeout <= 0:
             raise ValueError(f"watchdog_timeout must be positive, got {watchdog_timeout}")
         if probe_timeout <= 0:
             raise ValueError(f"probe_timeout must be positive, got {probe_timeout}")
-        if stable_after < 0:
-            raise ValueError(f"stable_after must not be negative, got {stable_after}")
         if feed.max_symbols_per_message < 1:
             raise ValueError(f"the feed's max_symbols_per_message must be >= 1, got {feed.max_symbols_per_message}")
         self._feed = feed
-        self._clock = clock
         self._unsubscribe_delay = float(unsubscribe_delay)
-        self._backoff = delays
         self._watchdog_timeout = float(watchdog_timeout)
         self._probe_timeout = float(probe_timeout)
         self._probe_count = 0
         self._received = 0  # messages since start: a probe is answered when this moves
-        self._stable_after = float(stable_after)
 
         # Desired state. A symbol is a key of _holders while anyone holds it or its unsubscribe is pending
         # (then its holder dict is empty and _lingering has its deadline, in deadline order).
@@ -240,19 +233,9 @@ class QuoteHub(SupervisedStream[QuoteConnection]):
         self._refused: set[str] = set()
         self._silence_since = clock.monotonic()
 
-        self._session_active = False
-        self._session_epoch = 0
-        self._state = HubState.DISABLED
-        self._since = clock.now()
-        self._reconnect_count = 0
         self._last_message_mono: float | None = None
-        self._last_error: str | None = None
-        self._started = False
-        self._closed = False
         self._tasks: list[asyncio.Task[None]] = []
 
-        self._supervisor_wake = asyncio.Event()
-        self._session_wake = asyncio.Event()
         self._sync_wake = asyncio.Event()
         self._linger_wake = asyncio.Event()
         self._watchdog_wake = asyncio.Event()
@@ -284,15 +267,6 @@ class QuoteHub(SupervisedStream[QuoteConnection]):
         for consumer in list(self._consumers.values()):
             consumer._shutdown(HUB_CLOSED_REASON)
         self._set_state(HubState.DISABLED)
-
-    def set_session_active(self, active: bool) -> None:
-        """Say whether a brokerage session exists: logout closes the upstream, login reopens it."""
-        if active == self._session_active:
-            return
-        self._session_active = active
-        self._session_epoch += 1
-        self._supervisor_wake.set()
-        self._session_wake.set()
 
     # --- consumers ------------------------------------------------------------------------------
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterable
 from datetime import datetime, timedelta
 from typing import Generic, Protocol, TypeVar
 
@@ -31,16 +31,35 @@ class SupervisedStream(Generic[ConnectionT]):
     """The reconnect loop of a hub; subclasses say when a connection is wanted and how to serve it."""
 
     _stream_name: str  # e.g. "market-data", for messages
-    _clock: Clock
-    _backoff: tuple[float, ...]
-    _stable_after: float
-    _session_epoch: int
-    _reconnect_count: int
-    _supervisor_wake: asyncio.Event
-    _session_wake: asyncio.Event
-    _state: HubState
-    _since: datetime
-    _last_error: str | None
+
+    def __init__(self, clock: Clock, backoff: Iterable[float], stable_after: float) -> None:
+        delays = tuple(float(d) for d in backoff)
+        if not delays or any(d <= 0 for d in delays):
+            raise ValueError(f"backoff must be a non-empty sequence of positive seconds, got {delays}")
+        if stable_after < 0:
+            raise ValueError(f"stable_after must not be negative, got {stable_after}")
+        self._clock = clock
+        self._backoff = delays
+        self._stable_after = float(stable_after)
+        self._session_active = False
+        self._session_epoch = 0
+        self._state = HubState.DISABLED
+        self._since: datetime = clock.now()
+        self._reconnect_count = 0
+        self._last_error: str | None = None
+        self._started = False
+        self._closed = False
+        self._supervisor_wake = asyncio.Event()
+        self._session_wake = asyncio.Event()
+
+    def set_session_active(self, active: bool) -> None:
+        """Say whether a brokerage session exists: logout closes the upstream, login reopens it."""
+        if active == self._session_active:
+            return
+        self._session_active = active
+        self._session_epoch += 1
+        self._supervisor_wake.set()
+        self._session_wake.set()
 
     def _connector(self) -> _Connectable[ConnectionT]:
         raise NotImplementedError
