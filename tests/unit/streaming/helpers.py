@@ -59,6 +59,15 @@ class Rig:
         """Move the manual clock in steps, letting the hub react at each."""
         await advance_in_steps(self.clock, seconds, step)
 
+    async def reading(self, *symbols: str, kind: str = "sse") -> QuoteConsumer:
+        """Log in, open a consumer holding these symbols and read away their first quotes."""
+        await self.login()
+        consumer = self.hub.open_consumer(kind)
+        consumer.acquire(symbols)
+        await settle()
+        await take(consumer)
+        return consumer
+
     async def login(self) -> None:
         self.hub.set_session_active(True)
         await settle()

@@ -12,16 +12,12 @@ from ftdesk.domain.market import Quote
 from ftdesk.service.routes.streaming import QuoteJson
 from ftdesk.streaming.models import QuoteError
 from tests.unit.streaming.conftest import MakeRig
-from tests.unit.streaming.helpers import prices, settle, take
+from tests.unit.streaming.helpers import prices, settle
 
 
 async def test_a_timeout_counts_from_its_own_get_even_after_an_earlier_get_returned(make_rig: MakeRig) -> None:
     rig = await make_rig()
-    await rig.login()
-    consumer = rig.hub.open_consumer("sse")
-    consumer.acquire(["AAPL"])
-    await settle()
-    await take(consumer)
+    consumer = await rig.reading("AAPL")
 
     first = asyncio.create_task(consumer.get(timeout=5))
     await rig.advance(1)
@@ -38,11 +34,7 @@ async def test_a_timeout_counts_from_its_own_get_even_after_an_earlier_get_retur
 
 async def test_a_short_timeout_after_a_long_one_is_kept(make_rig: MakeRig) -> None:
     rig = await make_rig()
-    await rig.login()
-    consumer = rig.hub.open_consumer("ws")
-    consumer.acquire(["MSFT"])
-    await settle()
-    await take(consumer)
+    consumer = await rig.reading("MSFT", kind="ws")
 
     long_wait = asyncio.create_task(consumer.get(timeout=60))
     await settle()
@@ -57,11 +49,7 @@ async def test_a_short_timeout_after_a_long_one_is_kept(make_rig: MakeRig) -> No
 
 async def test_a_cancelled_get_leaves_no_timer_sleeping(make_rig: MakeRig) -> None:
     rig = await make_rig()
-    await rig.login()
-    consumer = rig.hub.open_consumer("sse")
-    consumer.acquire(["AAPL"])
-    await settle()
-    await take(consumer)
+    consumer = await rig.reading("AAPL")
     sleepers = rig.clock.sleeper_count
 
     waiting = asyncio.create_task(consumer.get(timeout=60))

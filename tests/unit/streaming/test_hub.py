@@ -448,11 +448,7 @@ async def test_status_reports_state_consumers_and_the_last_message(make_rig: Mak
 
 async def test_get_waits_for_an_update_and_times_out_on_the_hub_clock(make_rig: MakeRig) -> None:
     rig = await make_rig()
-    await rig.login()
-    consumer = rig.hub.open_consumer("sse")
-    consumer.acquire(["AAPL"])
-    await settle()
-    await take(consumer)
+    consumer = await rig.reading("AAPL")
 
     waiting = asyncio.create_task(consumer.get(timeout=5))
     await rig.advance(4.75)
@@ -493,11 +489,7 @@ async def test_closing_a_consumer_releases_its_symbols_and_ends_its_reader(make_
 
 async def test_close_stops_everything_and_is_idempotent(make_rig: MakeRig) -> None:
     rig = await make_rig()
-    await rig.login()
-    consumer = rig.hub.open_consumer("sse")
-    consumer.acquire(["AAPL"])
-    await settle()
-    await take(consumer)
+    consumer = await rig.reading("AAPL")
     reader = asyncio.create_task(consumer.get(timeout=100))
     await settle()
     connection = rig.fake.current
