@@ -43,3 +43,16 @@ def test_an_https_base_keeps_websockets_secure_and_its_own_path() -> None:
 def test_a_relative_url_is_refused() -> None:
     with pytest.raises(ValueError, match="absolute"):
         UpstreamRouter("http://127.0.0.1:9000").url("/ftgw/dp/position")
+
+
+def test_upstream_tls_trusts_the_shipped_certifi_bundle_and_verifies_hosts() -> None:
+    import ssl
+
+    import certifi
+
+    context = UpstreamRouter(None).tls_context()
+    shipped = certifi.contents().count("-----BEGIN CERTIFICATE-----")
+    assert shipped > 50
+    assert len(context.get_ca_certs()) == shipped
+    assert context.verify_mode == ssl.CERT_REQUIRED
+    assert context.check_hostname

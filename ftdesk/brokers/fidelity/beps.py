@@ -409,7 +409,10 @@ class BepsAccountEventFeed:
             ),
             "extensions": {"authorization": config.authorization()},
         }
-        http = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=None, sock_connect=self._connect_timeout))
+        http = aiohttp.ClientSession(
+            connector=self._router.connector(),
+            timeout=aiohttp.ClientTimeout(total=None, sock_connect=self._connect_timeout),
+        )
         connection: BepsConnection | None = None
         try:
             ws = await asyncio.wait_for(

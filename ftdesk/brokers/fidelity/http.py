@@ -160,7 +160,7 @@ class FidelityHttp:
         # aiohttp's default jar drops cookies from hosts that are IP addresses (a routed fake): stack-notes.md.
         jar = aiohttp.CookieJar(unsafe=router.routed)
         self._session = aiohttp.ClientSession(
-            cookie_jar=jar, timeout=aiohttp.ClientTimeout(total=config.request_timeout)
+            connector=router.connector(), cookie_jar=jar, timeout=aiohttp.ClientTimeout(total=config.request_timeout)
         )
         self._inflight: dict[tuple[str, str, str, Profile], asyncio.Task[UpstreamResponse]] = {}
         self.upstream_calls = 0

@@ -338,7 +338,10 @@ class MddsQuoteFeed:
             raise AuthRequired("Market data needs a brokerage session: log in first")
         # The Cookie header is sent as is: the jar would not match .fidelity.com cookies to a routed host.
         headers = {"Cookie": "; ".join(f"{name}={value}" for name, value in cookies.items())}
-        http = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=None, sock_connect=self._connect_timeout))
+        http = aiohttp.ClientSession(
+            connector=self._router.connector(),
+            timeout=aiohttp.ClientTimeout(total=None, sock_connect=self._connect_timeout),
+        )
         try:
             ws = await asyncio.wait_for(
                 http.ws_connect(self._router.url(self._url), headers=headers, heartbeat=self._heartbeat),

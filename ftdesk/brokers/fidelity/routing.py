@@ -4,10 +4,17 @@ With ``FTSERVICE_FIDELITY_UPSTREAM=http://127.0.0.1:9000`` a request for
 ``https://dpservice.fidelity.com/ftgw/dp/x?y=1`` goes to ``http://127.0.0.1:9000/dpservice.fidelity.com/ftgw/dp/x?y=1``
 and ``wss://mdds-i-tc.fidelity.com/?productid=atn`` to ``ws://127.0.0.1:9000/mdds-i-tc.fidelity.com/?productid=atn``:
 one fake server can play every host, and the original host stays visible in the path.
+
+TLS to the upstream trusts certifi's CA bundle, which the app ships: a frozen app then verifies Fidelity's
+certificates the same way on every machine, whatever CA files the operating system has (or lacks).
 """
 
 from __future__ import annotations
 
+import ssl
+
+import aiohttp
+import certifi
 from yarl import URL
 
 _SECURE = {"https": "http", "wss": "ws"}
@@ -19,6 +26,7 @@ class UpstreamRouter:
 
     def __init__(self, base: str | None) -> None:
         self._base = URL(base.rstrip("/")) if base else None
+        self._tls: ssl.SSLContext | None = None
 
     @property
     def routed(self) -> bool:
@@ -39,3 +47,13 @@ class UpstreamRouter:
         query = f"?{target.raw_query_string}" if target.raw_query_string else ""
         # Built as text and marked encoded so the query reaches the upstream byte for byte.
         return URL(f"{scheme}://{self._base.raw_authority}{path}{query}", encoded=True)
+
+    def tls_context(self) -> ssl.SSLContext:
+        """Return the TLS context of upstream connections: certificates verified against certifi's bundle."""
+        if self._tls is None:  # loading the bundle takes ~30 ms: once per router
+            self._tls = ssl.create_default_context(cafile=certifi.where())
+        return self._tls
+
+    def connector(self) -> aiohttp.TCPConnector:
+        """Return a new connector for one client session, using ``tls_context()``."""
+        return aiohttp.TCPConnector(ssl=self.tls_context())
