@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from keyring.backend import KeyringBackend
 
 from ftdesk import __version__
+from ftdesk.autostart import LoginItem, login_item_for_platform
 from ftdesk.brokers.base import Broker
 from ftdesk.brokers.fidelity.beps import BepsAccountEventFeed, BepsConfig
 from ftdesk.brokers.fidelity.broker import FidelityBroker
@@ -361,6 +362,7 @@ def run_tray(settings: Settings, redactor: SecretRedactor) -> int:
         make_runtime=make_runtime,
         reload_settings=load_settings,
         install_stop_signals=_install_stop_signals,
+        login_item=login_item_for_platform(),
     )
 
 
@@ -376,13 +378,38 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--reset-paper", action="store_true", help="delete the paper world (accounts, orders, notes) and exit"
     )
+    parser.add_argument(
+        "--autostart",
+        choices=("on", "off", "status"),
+        help="start ftdesk at login (on), stop doing so (off), or say which (status), then exit",
+    )
     parser.add_argument("--version", action="version", version=f"ftdesk {__version__}")
     return parser.parse_args(argv)
+
+
+def set_autostart(choice: str, login_item: LoginItem | None) -> int:
+    """Turn starting at login on or off, or report it; return the exit code."""
+    if login_item is None:
+        print(f"ftdesk: starting at login is not supported on {sys.platform}", file=sys.stderr)
+        return 1
+    try:
+        if choice == "on":
+            login_item.enable()
+        elif choice == "off":
+            login_item.disable()
+    except OSError as exc:
+        print(f"ftdesk: could not change {login_item.location}: {exc.strerror or exc}", file=sys.stderr)
+        return 1
+    state = "on" if login_item.is_enabled() else "off"
+    print(f"Start at login: {state} ({login_item.location})")
+    return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Start ftdesk from the command line; return the process exit code."""
     args = _parse_args(argv)
+    if args.autostart:
+        return set_autostart(args.autostart, login_item_for_platform())
     try:
         settings = load_settings()
     except ConfigError as exc:

@@ -11,6 +11,7 @@ from typing import Generic, TypeVar
 from PySide6.QtCore import QObject, Signal
 from PySide6.QtWidgets import QDialog
 
+from ftdesk.autostart import LoginItem
 from ftdesk.gui.bridge import ServiceBridge
 from ftdesk.gui.live_confirm import LiveTradingConfirmDialog
 from ftdesk.gui.login_dialog import LoginDialog
@@ -64,9 +65,12 @@ class UserActions(QObject):
     quit_requested = Signal()
     window_requested = Signal()
 
-    def __init__(self, bridge: ServiceBridge, parent: QObject | None = None) -> None:
+    def __init__(
+        self, bridge: ServiceBridge, parent: QObject | None = None, *, login_item: LoginItem | None = None
+    ) -> None:
         super().__init__(parent)
         self._bridge = bridge
+        self._login_item = login_item
         self._login: _DialogSlot[LoginDialog] = _DialogSlot()
         self._settings: _DialogSlot[SettingsDialog] = _DialogSlot()
         self._live: _DialogSlot[LiveTradingConfirmDialog] = _DialogSlot()
@@ -123,7 +127,7 @@ class UserActions(QObject):
     async def _open_settings(self) -> None:
         settings = await self._bridge.current_settings()
         if self._settings.dialog is None:  # not opened by a second click while the file was read
-            _to_front(self._settings.hold(SettingsDialog(settings, self._bridge)))
+            _to_front(self._settings.hold(SettingsDialog(settings, self._bridge, login_item=self._login_item)))
 
     # --- the rest of the menu -----------------------------------------------------------------------
 

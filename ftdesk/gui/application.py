@@ -21,6 +21,7 @@ import qasync
 from PySide6.QtWidgets import QApplication, QSystemTrayIcon
 
 from ftdesk import __version__
+from ftdesk.autostart import LoginItem
 from ftdesk.config import ConfigError, Settings
 from ftdesk.gui.actions import UserActions
 from ftdesk.gui.bridge import POLL_INTERVAL_MS, RuntimeFactory, ServiceBridge
@@ -86,6 +87,7 @@ class DesktopApp:
         icons: IconSet | None = None,
         has_tray: bool | None = None,
         poll_interval_ms: int = POLL_INTERVAL_MS,
+        login_item: LoginItem | None = None,
     ) -> None:
         self.stop_requested = asyncio.Event()
         self.icons = icons or IconSet()
@@ -94,7 +96,7 @@ class DesktopApp:
         self.bridge = ServiceBridge(settings, make_runtime, reload_settings, poll_interval_ms=poll_interval_ms)
         self.notifier = Notifier()
         self.bridge.notify.connect(self.notifier.show)
-        self.actions = UserActions(self.bridge)
+        self.actions = UserActions(self.bridge, login_item=login_item)
         self.actions.quit_requested.connect(self.stop_requested.set)
         self.window = StatusWindow(self.bridge, self.actions, self.notifier, has_tray=self.has_tray)
         self.actions.window_requested.connect(self.window.bring_to_front)
@@ -129,10 +131,11 @@ async def serve_with_tray(
     make_runtime: RuntimeFactory,
     reload_settings: Callable[[], Settings],
     install_stop_signals: StopSignalInstaller,
+    login_item: LoginItem | None = None,
 ) -> int:
     """Run the tray app until Quit, SIGINT or SIGTERM; return the exit code."""
     loop = asyncio.get_running_loop()
-    desktop = DesktopApp(settings, make_runtime, reload_settings)
+    desktop = DesktopApp(settings, make_runtime, reload_settings, login_item=login_item)
     install_stop_signals(loop, desktop.stop_requested)
     errors = UnexpectedErrors(desktop.notifier, redactor, str(desktop.bridge.log_folder))
     previous_hook = sys.excepthook
@@ -171,6 +174,7 @@ def run_gui(
     make_runtime: RuntimeFactory,
     reload_settings: Callable[[], Settings],
     install_stop_signals: StopSignalInstaller,
+    login_item: LoginItem | None = None,
 ) -> int:
     """Run the tray app and the service on one qasync loop until stopped; return the exit code."""
     existing = QApplication.instance()
@@ -179,4 +183,6 @@ def run_gui(
     app.setApplicationDisplayName("ftdesk")
     app.setQuitOnLastWindowClosed(False)  # the tray app lives on with every window closed
     with asyncio.Runner(loop_factory=lambda: qasync.QEventLoop(app)) as runner:
-        return runner.run(serve_with_tray(settings, redactor, make_runtime, reload_settings, install_stop_signals))
+        return runner.run(
+            serve_with_tray(settings, redactor, make_runtime, reload_settings, install_stop_signals, login_item)
+        )

@@ -4,6 +4,9 @@ Every label's tooltip, every check and every error message comes from ``ftdesk.c
 table that declares a setting). A value fixed by an ``FTSERVICE_*`` environment variable is shown
 read-only with a note naming the variable. Saving, regenerating the API key and restarting the service
 are coroutines of ``SettingsActions`` run as asyncio tasks, so the dialog never blocks the loop.
+
+"Start at login" is not a setting: the platform's autostart entry (``ftdesk.autostart``) is its only
+record, read when the dialog opens and written when it is saved.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from ftdesk.autostart import LoginItem
 from ftdesk.config import SETTINGS_BY_NAME, ConfigError, Settings, SettingSpec, validate_setting
 from ftdesk.gui.contracts import SaveOutcome, SettingsActions
 
@@ -230,9 +234,17 @@ class _SettingEditor:
 class SettingsDialog(QDialog):
     """Edit the settings file; env-fixed values are read-only; saving never blocks the loop."""
 
-    def __init__(self, settings: Settings, actions: SettingsActions, parent: QWidget | None = None) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        actions: SettingsActions,
+        parent: QWidget | None = None,
+        *,
+        login_item: LoginItem | None = None,
+    ) -> None:
         super().__init__(parent)
         self._actions = actions
+        self._login_item = login_item
         self._task: asyncio.Task[None] | None = None
         self._tasks: set[asyncio.Task[None]] = set()
         self._regenerate_prompt: QMessageBox | None = None
@@ -260,6 +272,8 @@ class SettingsDialog(QDialog):
                 beps_token_label = QLabel("BEPS token")
                 form.addRow(beps_token_label, self._build_beps_token(settings))
             layout.addWidget(group)
+        if login_item is not None:
+            layout.addWidget(self._build_desktop(login_item))
         # One label width for every group, so the fields line up down the whole dialog.
         labels = [editor.label for editor in self._editors.values()] + [beps_token_label]
         label_width = max(label.sizeHint().width() for label in labels)
@@ -317,6 +331,18 @@ class SettingsDialog(QDialog):
 
         for widget in (self._error, self._status, self._restart_panel, self._busy_row, self._buttons):
             layout.addWidget(widget)
+
+    def _build_desktop(self, login_item: LoginItem) -> QWidget:
+        group = QGroupBox("Desktop")
+        group.setObjectName("group_desktop")
+        self._start_at_login_saved = login_item.is_enabled()
+        self._start_at_login = QCheckBox("Start ftdesk when I log in")
+        self._start_at_login.setObjectName("start_at_login")
+        self._start_at_login.setChecked(self._start_at_login_saved)
+        self._start_at_login.setToolTip(f"Adds ftdesk to what your desktop starts at login: {login_item.location}")
+        column = QVBoxLayout(group)
+        column.addWidget(self._start_at_login)
+        return group
 
     def _build_regenerate(self, settings: Settings) -> QWidget:
         self._regenerate_button = QPushButton("Regenerate API key...")
@@ -421,6 +447,18 @@ class SettingsDialog(QDialog):
         note = self._editors[name].note
         return note.text() if not note.isHidden() else ""
 
+    @property
+    def start_at_login_box(self) -> QCheckBox | None:
+        """Return the "Start at login" check box (None where the platform has no login items)."""
+        return self._start_at_login if self._login_item is not None else None
+
+    def start_at_login_change(self) -> bool | None:
+        """Return the wanted "Start at login" state when the box differs from the entry, else None."""
+        if self._login_item is None:
+            return None
+        wanted = self._start_at_login.isChecked()
+        return wanted if wanted != self._start_at_login_saved else None
+
     def changes(self) -> dict[str, Any]:
         """Return the parsed values that differ from the saved ones (unlocked fields only, all valid)."""
         changed: dict[str, Any] = {}
@@ -462,6 +500,8 @@ class SettingsDialog(QDialog):
         for editor in self._editors.values():
             editor.set_busy(busy)
         self._save_button.setEnabled(not busy)
+        if self._login_item is not None:
+            self._start_at_login.setEnabled(not busy)
         self._restart_button.setEnabled(not busy)
         self._regenerate_button.setEnabled(not busy and not self._api_key_locked)
         self._busy_label.setText(label)
@@ -500,12 +540,26 @@ class SettingsDialog(QDialog):
             self._show_error("Fix the fields marked in red; nothing was saved.")
             return
         changes = self.changes()
-        if not changes:
+        start_at_login = self.start_at_login_change()
+        if not changes and start_at_login is None:
             self.accept()
             return
-        self._run("Saving...", lambda: self._save(changes))
+        self._run("Saving...", lambda: self._save(changes, start_at_login))
 
-    async def _save(self, changes: Mapping[str, Any]) -> None:
+    async def _save(self, changes: Mapping[str, Any], start_at_login: bool | None) -> None:
+        if start_at_login is not None:
+            failure = await self._write_login_item(start_at_login)
+            if not self._current():
+                return
+            if failure:
+                self._finish()
+                self._show_error(f"{failure} Nothing was saved.")
+                return
+            self._start_at_login_saved = start_at_login
+            if not changes:
+                self._finish()
+                self.accept()
+                return
         try:
             outcome = await self._actions.save_settings(changes)
         except Exception:
@@ -532,6 +586,18 @@ class SettingsDialog(QDialog):
         self._fit_height()
         self._cancel_button.setText("Close")
         self._restart_button.setFocus()
+
+    async def _write_login_item(self, wanted: bool) -> str:
+        """Write or remove the autostart entry off the loop; return what went wrong, or ""."""
+        item = self._login_item
+        assert item is not None
+        try:
+            await asyncio.to_thread(item.enable if wanted else item.disable)
+        except OSError as exc:
+            log.warning("could not %s the login item at %s: %s", "write" if wanted else "remove", item.location, exc)
+            verb = "turned on" if wanted else "turned off"
+            return f"Start at login could not be {verb} ({item.location}: {exc.strerror or exc})."
+        return ""
 
     def _show_save_errors(self, errors: Mapping[str, str]) -> None:
         general: list[str] = []

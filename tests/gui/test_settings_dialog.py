@@ -13,6 +13,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QCheckBox, QComboBox, QDialog, QLabel, QLineEdit, QMessageBox, QPushButton, QWidget
 from pytestqt.qtbot import QtBot
 
+from ftdesk.autostart import XdgAutostart
 from ftdesk.config import SETTINGS_BY_NAME, Settings, load_settings, save_settings_file
 from ftdesk.gui.contracts import SaveOutcome
 from ftdesk.gui.settings_dialog import SettingsDialog
@@ -69,10 +70,17 @@ def service(data_dir: Path) -> FakeSettingsService:
 
 
 @pytest.fixture
-def open_dialog(qtbot: QtBot, data_dir: Path, service: FakeSettingsService) -> Callable[..., SettingsDialog]:
-    def build(**env: str) -> SettingsDialog:
+def login_item(tmp_path: Path) -> XdgAutostart:
+    return XdgAutostart(tmp_path / "config", ["/opt/ftdesk/ftdesk"])
+
+
+@pytest.fixture
+def open_dialog(
+    qtbot: QtBot, data_dir: Path, service: FakeSettingsService, login_item: XdgAutostart
+) -> Callable[..., SettingsDialog]:
+    def build(with_login_item: bool = True, **env: str) -> SettingsDialog:
         settings: Settings = load_settings({"FTSERVICE_DATA_DIR": str(data_dir), **env})
-        dialog = SettingsDialog(settings, service)
+        dialog = SettingsDialog(settings, service, login_item=login_item if with_login_item else None)
         qtbot.addWidget(dialog)
         dialog.open()
         return dialog
@@ -304,3 +312,69 @@ async def test_save_without_changes_just_closes(
     assert not dialog.isVisible() and dialog.result() == QDialog.DialogCode.Accepted
     await asyncio.sleep(0.01)
     assert service.received == []
+
+
+def start_at_login(dialog: SettingsDialog) -> QCheckBox:
+    box = dialog.start_at_login_box
+    assert box is not None
+    return box
+
+
+async def test_start_at_login_writes_the_autostart_entry_without_touching_the_settings_file(
+    open_dialog: Callable[..., SettingsDialog], service: FakeSettingsService, login_item: XdgAutostart
+) -> None:
+    dialog = open_dialog()
+    box = start_at_login(dialog)
+    assert not box.isChecked()
+    assert str(login_item.path) in box.toolTip()
+
+    box.click()
+    dialog.save_button.click()
+    await wait_until(lambda: not dialog.isVisible())
+
+    assert dialog.result() == QDialog.DialogCode.Accepted
+    assert login_item.is_enabled()
+    assert "Exec=/opt/ftdesk/ftdesk" in login_item.path.read_text()
+    assert service.received == [] and service.file() == {}
+
+
+async def test_start_at_login_shows_the_entry_as_found_and_unticking_removes_it_along_with_other_changes(
+    open_dialog: Callable[..., SettingsDialog], service: FakeSettingsService, login_item: XdgAutostart
+) -> None:
+    login_item.enable()  # e.g. written by the installer
+    dialog = open_dialog()
+    box = start_at_login(dialog)
+    assert box.isChecked()
+
+    box.click()
+    dialog.editor("auto_reauth").click()
+    dialog.save_button.click()
+    await wait_until(lambda: not dialog.isVisible())
+
+    assert not login_item.path.exists()
+    assert service.file() == {"auto_reauth": False}
+
+
+async def test_start_at_login_that_cannot_be_written_says_where_and_saves_nothing(
+    open_dialog: Callable[..., SettingsDialog], service: FakeSettingsService, login_item: XdgAutostart
+) -> None:
+    login_item.path.parent.parent.mkdir(parents=True)
+    login_item.path.parent.write_text("a file where the autostart folder should be")
+    dialog = open_dialog()
+    start_at_login(dialog).click()
+    dialog.editor("auto_reauth").click()
+    dialog.save_button.click()
+    await wait_until(lambda: bool(dialog.error_text))
+
+    assert "Start at login could not be turned on" in dialog.error_text
+    assert str(login_item.path) in dialog.error_text
+    assert "Nothing was saved" in dialog.error_text
+    assert dialog.isVisible() and not dialog.busy and start_at_login(dialog).isEnabled()
+    assert service.received == []
+
+
+def test_without_a_login_item_there_is_no_start_at_login_option(open_dialog: Callable[..., SettingsDialog]) -> None:
+    dialog = open_dialog(with_login_item=False)
+    assert dialog.start_at_login_box is None
+    assert dialog.findChild(QCheckBox, "start_at_login") is None
+    assert "Start ftdesk when I log in" not in all_text(dialog)

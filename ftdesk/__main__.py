@@ -1,0 +1,9 @@
+"""Start ftdesk with ``python -m ftdesk`` (what a login item runs from a source install)."""
+
+from __future__ import annotations
+
+import sys
+
+from ftdesk.app import main
+
+sys.exit(main())
