@@ -19,7 +19,7 @@ from ftdesk.service.context import OPENAPI
 DOCS_PATH = "/docs"
 OPENAPI_PATH = "/docs/openapi.json"
 ASSETS_PATH = "/docs/assets"
-_ASSET_FILES = ("swagger-ui.css", "swagger-ui-bundle.js", "favicon-32x32.png")
+ASSET_FILES = ("swagger-ui.css", "swagger-ui-bundle.js", "favicon-32x32.png")
 
 _PAGE = """<!DOCTYPE html>
 <html lang="en">
@@ -89,5 +89,5 @@ def add_docs_routes(app: web.Application) -> None:
     app.router.add_get("/docs/init.js", init_js)
     base = Path(str(swagger_ui_path))
     types = {".css": "text/css", ".js": "application/javascript", ".png": "image/png"}
-    for name in _ASSET_FILES:
+    for name in ASSET_FILES:
         app.router.add_get(f"{ASSETS_PATH}/{name}", _asset_handler(base / name, types[Path(name).suffix]))
