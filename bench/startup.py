@@ -1,0 +1,88 @@
+"""Start-up time to the first HTTP 200: the frozen bundle next to the same code run from the venv.
+
+    .venv/bin/python bench/startup.py [--bundle dist/ftdesk/ftdesk] [--runs 5]
+
+Each run starts ftdesk on a fresh data dir and a free port and polls ``GET /api/v1/health`` until it
+answers 200, then stops it with SIGTERM. Runs alternate between the frozen app (``--headless`` and the
+tray app under ``QT_QPA_PLATFORM=offscreen``) and ``python -m ftdesk`` from this venv, so both see the
+same machine load. Prints the median and the range of each, and the bundle's size.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+# packaging/ is not a package (and its name is taken by PyPI's "packaging"): import the script by path.
+sys.path.insert(0, str(ROOT / "packaging"))
+
+from smoke import free_port, wait_for_health  # noqa: E402  (the path is set just above)
+
+
+def start_once(command: list[str], gui: bool, scratch: Path) -> float:
+    """Start ``command`` on a fresh data dir; return the seconds to the first 200 on /api/v1/health."""
+    port = free_port()
+    env = {name: value for name, value in os.environ.items() if not name.startswith(("FTSERVICE_", "QT_"))}
+    env.update(
+        FTSERVICE_DATA_DIR=str(Path(tempfile.mkdtemp(dir=scratch))),
+        FTSERVICE_PORT=str(port),
+        PYTHON_KEYRING_BACKEND="keyring.backends.fail.Keyring",
+    )
+    if gui:
+        env["QT_QPA_PLATFORM"] = "offscreen"
+    started = time.perf_counter()
+    process = subprocess.Popen(
+        command if gui else [*command, "--headless"],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        cwd=ROOT,
+    )
+    try:
+        return wait_for_health(process, f"http://127.0.0.1:{port}", started)
+    finally:
+        process.send_signal(signal.SIGTERM)
+        process.wait(timeout=10)
+
+
+def main() -> int:
+    """Run the comparison and print it."""
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--bundle", type=Path, default=ROOT / "dist" / "ftdesk" / "ftdesk")
+    parser.add_argument("--runs", type=int, default=5)
+    args = parser.parse_args()
+    if not args.bundle.is_file():
+        print(f"no bundle at {args.bundle}: run packaging/build.py first", file=sys.stderr)
+        return 1
+    variants = {
+        "frozen, headless": ([str(args.bundle)], False),
+        "venv, headless": ([sys.executable, "-m", "ftdesk"], False),
+        "frozen, tray (offscreen)": ([str(args.bundle)], True),
+        "venv, tray (offscreen)": ([sys.executable, "-m", "ftdesk"], True),
+    }
+    times: dict[str, list[float]] = {name: [] for name in variants}
+    with tempfile.TemporaryDirectory(prefix="ftdesk-startup-") as scratch:
+        for _ in range(args.runs):
+            for name, (command, gui) in variants.items():
+                times[name].append(start_once(command, gui, Path(scratch)))
+    print(f"load average before the last run: {os.getloadavg()[0]:.2f}; {args.runs} runs each, alternating")
+    for name, seconds in times.items():
+        low, high = min(seconds), max(seconds)
+        median = statistics.median(seconds)
+        print(f"{name:>26}: first 200 after {median * 1000:.0f} ms (median; {low * 1000:.0f}-{high * 1000:.0f} ms)")
+    bundle = args.bundle.parent
+    size = sum(path.stat().st_size for path in bundle.rglob("*") if path.is_file() and not path.is_symlink())
+    print(f"bundle {bundle}: {size / 1024 / 1024:.1f} MiB")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
