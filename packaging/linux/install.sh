@@ -93,8 +93,14 @@ install_app() {
     mkdir -p "$icon_root/scalable/apps"
     cp "$resources/icons/ftdesk.svg" "$icon_root/scalable/apps/ftdesk.svg"
 
+    # Line by line rather than sed: the path may hold characters a sed replacement would interpret (& \ |).
     exec_value=$(desktop_exec "$app_dir/ftdesk")
-    sed -e "s|^Exec=.*|Exec=$exec_value|" "$resources/ftdesk.desktop" > "$menu_entry.tmp"
+    while IFS= read -r line; do
+        case "$line" in
+            Exec=*) printf 'Exec=%s\n' "$exec_value" ;;
+            *) printf '%s\n' "$line" ;;
+        esac
+    done < "$resources/ftdesk.desktop" > "$menu_entry.tmp"
     mv "$menu_entry.tmp" "$menu_entry"
     chmod 644 "$menu_entry"
     refresh_menus
