@@ -25,6 +25,7 @@ from PySide6.QtGui import QGuiApplication, QPixmap  # noqa: E402
 from PySide6.QtWidgets import QApplication, QWidget  # noqa: E402
 
 from ftdesk.app import ServiceRuntime  # noqa: E402
+from ftdesk.autostart import login_item_for_platform  # noqa: E402
 from ftdesk.config import Settings, load_settings  # noqa: E402
 from ftdesk.gui.application import DesktopApp  # noqa: E402
 from ftdesk.gui.contracts import LoginRequest  # noqa: E402
@@ -96,7 +97,9 @@ async def shoot(app: QApplication, data_dir: str) -> None:
         login = LoginDialog(desktop.bridge.submit_login, username="trader", broker="paper", totp_needed=True)
         await show_and_save(app, login, "login-dialog.png")
 
-        dialog = SettingsDialog(desktop.bridge.runtime.settings, desktop.bridge)
+        # The login item lives in the scratch data dir, so taking screenshots never touches the real one.
+        login_item = login_item_for_platform("linux", home=Path(data_dir), environ={})
+        dialog = SettingsDialog(desktop.bridge.runtime.settings, desktop.bridge, login_item=login_item)
         await show_and_save(app, dialog, "settings-dialog.png")
 
         confirm = LiveTradingConfirmDialog("paper")
