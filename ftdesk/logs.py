@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import logging.handlers
+import sys
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -65,7 +66,9 @@ def configure_logging(level: str, log_dir: Path | None, redactor: SecretRedactor
             root.removeHandler(handler)
             handler.close()
     formatter = logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s")
-    handlers: list[logging.Handler] = [logging.StreamHandler()]
+    handlers: list[logging.Handler] = []
+    if sys.stderr is not None:  # a windowed frozen app (Windows, macOS) has no stderr: the file is the log
+        handlers.append(logging.StreamHandler())
     log_file: Path | None = None
     if log_dir is not None:
         log_dir.mkdir(parents=True, exist_ok=True)
