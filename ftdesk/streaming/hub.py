@@ -23,6 +23,17 @@ nothing within ``probe_timeout`` seconds is the connection dropped and reopened.
 The read loop never awaits a consumer: each message is stored as the symbol's latest item and put into
 each holder's ``ConflatingBuffer`` (latest per symbol), so a consumer that stops reading costs one slot
 per held symbol and never slows the others. Every delay uses the injected clock.
+
+Direct delivery (Python 3.12+). Waking a consumer's writer task costs one loop callback per consumer per
+update, and under qasync each callback is a Qt timer: with a thousand consumers that was most of the cost
+of a quote. So a consumer whose edge registered a sink (``QuoteConsumer.deliver_to``) and whose writer is
+idle, waiting in ``get()`` with nothing pending, is not woken. The hub collects such consumers while it
+takes in upstream messages and, in one loop callback per burst, hands each its pending updates. The sink
+runs as an eager task: it completes inside that callback when its socket takes the bytes at once (the
+usual case), so no per-consumer callback is needed. A sink that has to wait for its socket
+(back-pressure) goes on as a task; until it ends the consumer counts as busy, updates conflate in its
+buffer as usual, and its writer takes them once the sink is done. The read loop still never waits: the
+flush is a callback of its own and nothing awaits a sink.
 """
 
 from __future__ import annotations
@@ -31,8 +42,10 @@ import asyncio
 import contextlib
 import itertools
 import logging
-from collections.abc import Iterable
+import sys
+from collections.abc import Callable, Coroutine, Iterable
 from datetime import datetime
+from typing import Any
 
 from ftdesk.brokers.base import QuoteConnection, QuoteFeed, QuoteFeedMessage, SymbolError
 from ftdesk.domain.clock import Clock
@@ -65,6 +78,24 @@ def normalize_symbols(symbols: Iterable[str]) -> list[str]:
     return list(dict.fromkeys(cleaned for cleaned in (s.strip().upper() for s in symbols) if cleaned))
 
 
+QuoteSink = Callable[[list[QuoteItem]], Coroutine[Any, Any, None]]
+"""Writes a batch of updates to a consumer's client: what ``QuoteConsumer.deliver_to`` registers."""
+
+if sys.version_info >= (3, 12):
+    DIRECT_DELIVERY = True
+
+    def _start_eagerly(loop: asyncio.AbstractEventLoop, write: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
+        """Run a coroutine now, up to its first real suspension; the task finishes it if it suspends."""
+        return asyncio.Task(write, loop=loop, eager_start=True)
+
+else:  # no eager tasks: a sink run would cost the very task wake-up it is meant to save
+    DIRECT_DELIVERY = False
+
+    def _start_eagerly(loop: asyncio.AbstractEventLoop, write: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
+        """Start a coroutine as a task (not reached: ``deliver_to`` has no effect without eager tasks)."""
+        return loop.create_task(write)
+
+
 def _failure_of(task: asyncio.Task[None]) -> BaseException | None:
     """Return the exception a finished task raised, or None (still running, cancelled or returned)."""
     if not task.done() or task.cancelled():
@@ -89,6 +120,15 @@ class QuoteConsumer:
         # qasync). A timer set for an earlier deadline only wakes get() early; it then waits again.
         self._alarm: asyncio.Task[None] | None = None
         self._alarm_deadline = 0.0
+        # Direct delivery (see the module docstring). The sink runs only while the reader is parked in get()
+        # and no earlier sink run is in flight, and get() hands out nothing while one is: one writer at a
+        # time, so updates reach the client in the order they left the buffer.
+        self._sink: QuoteSink | None = None
+        self._parked = False  # the reader waits in get()
+        self._queued = False  # in the hub's list for the next direct flush
+        self._flush: asyncio.Task[None] | None = None  # a sink run waiting for its socket
+        self._flushed_at = float("-inf")  # when the sink last got a batch: get()'s timeout counts from it
+        self._failure: BaseException | None = None  # what the sink raised; get() raises it
 
     @property
     def symbols(self) -> list[str]:
@@ -119,28 +159,49 @@ class QuoteConsumer:
         """Release every symbol and end ``get()``; idempotent."""
         self._shutdown(CONSUMER_CLOSED_REASON)
 
+    def deliver_to(self, sink: QuoteSink) -> None:
+        """Let the hub hand updates straight to ``sink`` while the reader waits in ``get()`` with nothing pending.
+
+        The sink gets a batch as ``get()`` would return it and must write it as the reader would: the reader
+        writes whatever ``get()`` returns when the sink could not take it. The hub starts the sink
+        synchronously (an eager task) and never awaits it; while a run waits for its socket, ``get()`` hands
+        out nothing and updates conflate. What the sink raises, the next ``get()`` raises. Updates the sink
+        got count as delivered, and as activity for ``get()``'s timeout. No effect before Python 3.12.
+        """
+        if DIRECT_DELIVERY and self._closed_reason is None:
+            self._sink = sink
+
     # The timeout runs on the injected clock (tests drive it), which asyncio.timeout() cannot do.
     async def get(self, timeout: float | None = None) -> list[QuoteItem]:  # noqa: ASYNC109
-        """Return the waiting updates (latest per symbol, oldest first); ``[]`` after ``timeout`` seconds.
+        """Return the waiting updates (latest per symbol, oldest first); ``[]`` after ``timeout`` quiet seconds.
 
-        Waits until at least one update is there. Raises ``ConsumerClosed`` once the consumer is closed.
+        Waits until at least one update is there. Quiet means nothing read here and nothing handed to the
+        sink (``deliver_to``). Raises ``ConsumerClosed`` once the consumer is closed, and what the sink
+        raised once it failed.
         """
-        deadline = None if timeout is None else self._clock.monotonic() + timeout
+        started = self._clock.monotonic()
         while True:
             if self._closed_reason is not None:
                 raise ConsumerClosed(self._closed_reason)
-            if self._buffer:
-                return self._buffer.drain()
-            if deadline is not None:
-                if self._clock.monotonic() >= deadline:
-                    return []
-                self._set_alarm(deadline)
+            if self._failure is not None:
+                raise self._failure
+            if self._flush is None:  # else the sink is still writing, and wakes us when done
+                if self._buffer:
+                    return self._buffer.drain()
+                if timeout is not None:
+                    deadline = max(started, self._flushed_at) + timeout
+                    if self._clock.monotonic() >= deadline:
+                        return []
+                    self._set_alarm(deadline)
             self._wake.clear()
+            self._parked = True
             try:
                 await self._wake.wait()
             except asyncio.CancelledError:
                 self._cancel_alarm()  # nobody waits any more: leave no timer behind
                 raise
+            finally:
+                self._parked = False
 
     def _set_alarm(self, deadline: float) -> None:
         """Make sure ``_wake`` is set at ``deadline`` at the latest."""
@@ -177,7 +238,40 @@ class QuoteConsumer:
 
     def _offer(self, symbol: str, item: QuoteItem, now: float) -> None:
         self._buffer.put(symbol, item, now)
+        if self._flush is not None:
+            return  # the sink is writing: it wakes the reader when done
+        if self._parked and self._sink is not None and self._failure is None:
+            if not self._queued:
+                self._queued = True
+                self._hub._queue_direct(self)
+            return
         self._wake.set()
+
+    def _deliver_directly(self, now: float, loop: asyncio.AbstractEventLoop) -> None:
+        """Hand the pending updates to the sink if the reader is still idle, else wake the reader."""
+        self._queued = False
+        if not self._buffer or self._closed_reason is not None:
+            return
+        sink = self._sink
+        if sink is None or not self._parked or self._flush is not None or self._failure is not None:
+            self._wake.set()
+            return
+        self._flushed_at = now
+        run = _start_eagerly(loop, sink(self._buffer.drain()))
+        if run.done():
+            self._after_flush(run)
+        else:
+            self._flush = run
+            run.add_done_callback(self._after_flush)
+
+    def _after_flush(self, run: asyncio.Task[None]) -> None:
+        self._flush = None
+        failure = None if run.cancelled() else run.exception()  # retrieved, so never logged as unretrieved
+        if failure is not None:
+            self._failure = failure
+            self._wake.set()
+        elif self._buffer:
+            self._wake.set()  # what came in meanwhile: the reader takes it
 
     def _shutdown(self, reason: str) -> None:
         if self._closed_reason is not None:
@@ -187,6 +281,9 @@ class QuoteConsumer:
         self._closed_reason = reason
         self._buffer.clear()
         self._cancel_alarm()
+        self._sink = None
+        if self._flush is not None:
+            self._flush.cancel()
         self._wake.set()
 
 
@@ -227,6 +324,7 @@ class QuoteHub(SupervisedStream[QuoteConnection]):
         self._last: dict[str, QuoteItem] = {}
         self._consumers: dict[str, QuoteConsumer] = {}
         self._ids = itertools.count(1)
+        self._direct: list[QuoteConsumer] = []  # idle consumers with updates for the next direct flush
 
         # The current connection: what we told it (subscribed, not unsubscribed) and what it refused.
         self._upstream: dict[str, None] = {}
@@ -380,6 +478,19 @@ class QuoteHub(SupervisedStream[QuoteConnection]):
 
     def _forget_consumer(self, consumer: QuoteConsumer) -> None:
         self._consumers.pop(consumer.id, None)
+
+    def _queue_direct(self, consumer: QuoteConsumer) -> None:
+        # One callback for all the consumers of a burst: the point is not to pay one per consumer.
+        self._direct.append(consumer)
+        if len(self._direct) == 1:
+            asyncio.get_running_loop().call_soon(self._deliver_directly)
+
+    def _deliver_directly(self) -> None:
+        ready, self._direct = self._direct, []
+        now = self._clock.monotonic()
+        loop = asyncio.get_running_loop()
+        for consumer in ready:
+            consumer._deliver_directly(now, loop)
 
     def _forget(self, symbol: str) -> None:
         """Drop a symbol nobody holds from the desired state (the syncer then unsubscribes it)."""

@@ -5,14 +5,20 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import socket
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 
 import aiohttp
 import pytest
 
+from ftdesk.app import ServiceRuntime
+from ftdesk.domain.clock import SystemClock
+from ftdesk.logs import SecretRedactor
 from ftdesk.service.routes import streaming
+from ftdesk.streaming.models import ConsumerStatus
 from tests.conftest import TEST_API_KEY, RunningService
+from tests.fakes.quote_feed import FakeQuoteFeed
 
 WAIT = 5.0  # upper bound of every wait below; the events come in well under a second
 
@@ -392,3 +398,196 @@ async def test_the_streams_are_documented_with_their_frames(start_service) -> No
     assert '"type": "pong"' in ws["responses"]["101"]["description"]
     for path in ("/streaming/subscribe", "/streaming/unsubscribe", "/streaming/subscriptions", "/streaming/status"):
         assert f"/api/v1{path}" in spec["paths"]
+
+
+# --- fast fan-out: direct delivery, back-pressure, clients that go away -------------------------------------
+
+
+@pytest.fixture
+async def fake_feed_service(make_settings, memory_keyring) -> AsyncIterator[tuple[RunningService, FakeQuoteFeed]]:
+    """The service, logged in, on a scriptable upstream quote feed (the paper quote changes once a second)."""
+    settings = make_settings(FTSERVICE_API_KEY=TEST_API_KEY, FTSERVICE_PAPER_SEED="20261121")
+    runtime = ServiceRuntime(settings, keyring_backend=memory_keyring, redactor=SecretRedactor())
+    feed = FakeQuoteFeed(SystemClock())
+    runtime.broker.quote_feed = feed  # before start(): the quote hub is built there
+    await runtime.start()
+    http = aiohttp.ClientSession()
+    service = RunningService(base_url=runtime.url, api_key=TEST_API_KEY, http=http, runtime=runtime)
+    try:
+        await service.login()
+        yield service, feed
+    finally:
+        await http.close()
+        await runtime.stop()
+
+
+def small_receive_buffer(addr_info) -> socket.socket:
+    """Make a client socket that holds little unread data, so a client that stops reading is felt soon."""
+    family, kind, proto, _, _ = addr_info
+    sock = socket.socket(family, kind, proto)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    return sock
+
+
+class QuoteClient:
+    """One SSE or WebSocket quote client; ``read_until`` reads frames in order and remembers every quote."""
+
+    def __init__(self, kind: str) -> None:
+        self.kind = kind
+        self.quotes: list[tuple[str, float]] = []
+        self.last: dict[str, float] = {}  # the latest price seen per symbol
+        self.ids: list[int] = []  # SSE event ids, in order
+        self.sse: SseReader | None = None
+        self.ws: aiohttp.ClientWebSocketResponse | None = None
+
+    @classmethod
+    async def open(cls, http: aiohttp.ClientSession, service: RunningService, kind: str, symbols: list[str]):
+        client = cls(kind)
+        if kind == "sse":
+            response = await http.get(
+                service.url("/api/v1/streaming/quotes"), params={"symbols": ",".join(symbols)}, headers=service.auth
+            )
+            assert response.status == 200
+            client.sse = SseReader(response)
+        else:
+            client.ws = await http.ws_connect(service.url("/ws/quotes"), headers=service.auth)
+            await client.ws.send_json({"action": "subscribe", "symbols": symbols})
+            ack = await ws_next(client.ws, lambda f: f["type"] != "status")
+            assert ack["type"] == "ack", "the ack comes before any quote of the new symbols"
+        await client.read_until(lambda: set(client.last) == set(symbols))
+        return client
+
+    async def read_until(self, done: Callable[[], bool], within: float = WAIT) -> None:
+        """Read frames until ``done()``, checking SSE ids count up by one."""
+        async with asyncio.timeout(within):
+            while not done():
+                for frame in await self._next():
+                    if frame.get("type", "quote") == "quote" and "last" in frame:
+                        self.quotes.append((frame["symbol"], frame["last"]))
+                        self.last[frame["symbol"]] = frame["last"]
+
+    async def _next(self) -> list[dict]:
+        if self.sse is not None:
+            block = await self.sse.next()
+            assert block is not None, "the stream ended"
+            if "id" in block.fields:
+                self.ids.append(int(block.fields["id"]))
+                assert self.ids[-1] == len(self.ids), "SSE ids count up by one from 1, none lost"
+            return [block.data] if block.event in {"quote", "status"} else []
+        assert self.ws is not None
+        message = await self.ws.receive()
+        assert message.type is aiohttp.WSMsgType.TEXT, message
+        return [json.loads(message.data)]
+
+    def assert_in_order(self) -> None:
+        """Each symbol's prices only rise: the feed raises them, so a fall would be a frame out of order."""
+        for symbol in {s for s, _ in self.quotes}:
+            seen = [last for s, last in self.quotes if s == symbol]
+            assert seen == sorted(set(seen)), f"{symbol} out of order or repeated: {seen}"
+
+    async def close(self) -> None:
+        if self.sse is not None:
+            self.sse.response.close()
+        if self.ws is not None:
+            await self.ws.close()
+
+
+def consumer_status(service: RunningService, kind: str) -> list[ConsumerStatus]:
+    """Return the hub's figures for its open consumers of one kind, oldest first."""
+    return [c for c in service.context.quotes.status().consumers if c.kind == kind]
+
+
+async def test_fast_updates_reach_sse_and_ws_clients_in_order_and_every_one_is_counted(fake_feed_service) -> None:
+    service, feed = fake_feed_service
+    symbols = ["AAPL", "MSFT"]
+    clients = [await QuoteClient.open(service.http, service, kind, symbols) for kind in ("sse", "ws")]
+
+    for step in range(1, 301):
+        feed.set_price(symbols[step % 2], 100.0 + step)
+        if step % 7 == 0:
+            await asyncio.sleep(0)  # bursts of a few updates, then the loop runs
+    final = {"MSFT": 399.0, "AAPL": 400.0}
+    for client in clients:
+        await client.read_until(lambda client=client: client.last == final)
+        client.assert_in_order()
+
+    for client in clients:
+        [status] = consumer_status(service, client.kind)
+        received = len(client.quotes)
+        assert (status.delivered, status.pending) == (received, 0), "every update read was counted as delivered"
+        assert status.delivered + status.conflated == 2 + 300, "and every other one as conflated"
+        await client.close()
+
+
+@pytest.mark.parametrize("kind", ["sse", "ws"])
+async def test_a_client_that_stops_reading_costs_one_update_per_symbol_and_catches_up_in_order(
+    fake_feed_service, kind: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(streaming, "HEARTBEAT_SECONDS", 30.0)  # else the server closes a WebSocket that reads no pings
+    service, feed = fake_feed_service
+    symbols = [f"S{i:03d}" for i in range(streaming.MAX_STREAM_SYMBOLS)]  # many: the socket fills in a few rounds
+    slow_http = aiohttp.ClientSession(
+        connector=aiohttp.TCPConnector(socket_factory=small_receive_buffer), read_bufsize=4096
+    )
+    try:
+        stalled = await QuoteClient.open(slow_http, service, kind, symbols)  # then it reads nothing
+        reader = await QuoteClient.open(service.http, service, kind, symbols)
+        reading = asyncio.create_task(reader.read_until(lambda: False, within=60))
+        price = 100.0
+
+        async def next_round() -> None:
+            nonlocal price
+            price += 1
+            for symbol in symbols:
+                feed.set_price(symbol, price)
+            await asyncio.sleep(0)
+
+        def held_back() -> bool:  # an update of every symbol waited 0.2 s: only a full socket explains that
+            slow = consumer_status(service, kind)[0]
+            return slow.pending == len(symbols) and slow.lag_seconds >= 0.2
+
+        # Until the stalled client's socket and buffers are full and every symbol has an update waiting.
+        async with asyncio.timeout(WAIT):
+            while not held_back():
+                await next_round()
+        for _ in range(30):  # some more, all of them conflated for the stalled client
+            await next_round()
+
+        slow = consumer_status(service, kind)[0]
+        assert slow.pending == len(symbols), "one waiting update per symbol, however many came"
+        assert slow.conflated >= 30 * len(symbols)
+        final = dict.fromkeys(symbols, price)
+        async with asyncio.timeout(WAIT):
+            while reader.last != final:  # noqa: ASYNC110 - the reader task fills it
+                await asyncio.sleep(0.01)
+
+        await stalled.read_until(lambda: stalled.last == final)  # it reads again
+        stalled.assert_in_order()
+        reader.assert_in_order()
+        slow = consumer_status(service, kind)[0]
+        assert (slow.pending, slow.delivered) == (0, len(stalled.quotes))
+        reading.cancel()
+        await stalled.close()
+        await reader.close()
+    finally:
+        await slow_http.close()
+
+
+@pytest.mark.parametrize("kind", ["sse", "ws"])
+async def test_a_client_gone_mid_stream_ends_only_its_own_consumer(fake_feed_service, kind: str) -> None:
+    service, feed = fake_feed_service
+    hub = service.context.quotes
+    gone = await QuoteClient.open(service.http, service, kind, ["AAPL"])
+    staying = await QuoteClient.open(service.http, service, kind, ["AAPL"])
+
+    await gone.close()
+    async with asyncio.timeout(WAIT):
+        step = 0
+        while len(consumer_status(service, kind)) > 1:  # the next write to it fails and ends it
+            step += 1
+            feed.set_price("AAPL", 100.0 + step)
+            await asyncio.sleep(0.01)
+    await staying.read_until(lambda: staying.last == {"AAPL": 100.0 + step})
+    staying.assert_in_order()
+    assert [s.refcount for s in hub.subscriptions()] == [1]
+    await staying.close()

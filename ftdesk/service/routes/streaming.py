@@ -266,41 +266,53 @@ def quote_json(hub: QuoteHub) -> QuoteJson:
 # --- SSE -------------------------------------------------------------------------------------------
 
 
-class _SseWriter:
-    """Formats SSE frames with a per-connection event id."""
+class _SseQuotes:
+    """Writes one SSE quote stream: event ids per connection, a status frame when the hub's state changed.
 
-    def __init__(self, response: web.StreamResponse, encoded: QuoteJson) -> None:
+    Its ``send`` is both what the pump calls with each batch of ``QuoteConsumer.get()`` and the consumer's
+    sink for direct delivery (``QuoteConsumer.deliver_to``); the consumer never runs the two at once.
+    """
+
+    def __init__(self, response: web.StreamResponse, hub: QuoteHub) -> None:
         self._response = response
-        self._encoded = encoded
+        self._hub = hub
+        self._encoded = quote_json(hub)
+        self._state = stream_state(hub)
         self._next_id = 1
 
-    def frame(self, event: str, data: str) -> str:
+    def _frame(self, event: str, data: str) -> str:
         frame = f"event: {event}\ndata: {data}\nid: {self._next_id}\n\n"
         self._next_id += 1
         return frame
 
-    def item(self, item: QuoteItem) -> str:
-        return self.frame(*self._encoded.sse_frame(item))
+    async def open(self) -> None:
+        """Write the reconnect delay and the first status frame."""
+        head = f"retry: {SSE_RETRY_MS}\n\n" + self._frame("status", self._state.model_dump_json())
+        await self._response.write(head.encode("utf-8"))
 
-    async def write(self, text: str) -> None:
-        await self._response.write(text.encode("utf-8"))
+    async def send(self, batch: list[QuoteItem]) -> None:
+        """Write a batch of updates (a heartbeat when empty), after a status frame if the state changed."""
+        frames = ""
+        if self._hub.state is not self._state.state:
+            self._state = stream_state(self._hub)
+            frames += self._frame("status", self._state.model_dump_json())
+        if batch:
+            frames += "".join([self._frame(*self._encoded.sse_frame(item)) for item in batch])
+        else:
+            frames += ": heartbeat\n\n"
+        await self._response.write(frames.encode("utf-8"))
 
 
 async def _pump_sse(response: web.StreamResponse, consumer: QuoteConsumer, hub: QuoteHub) -> None:
-    sse = _SseWriter(response, quote_json(hub))
-    state = stream_state(hub)
-    await sse.write(f"retry: {SSE_RETRY_MS}\n\n" + sse.frame("status", state.model_dump_json()))
+    stream = _SseQuotes(response, hub)
+    await stream.open()
+    consumer.deliver_to(stream.send)  # a failed direct write is raised by get(), as a failed send would be
     while True:
         try:
             batch = await consumer.get(timeout=HEARTBEAT_SECONDS)
         except ConsumerClosed:
             return
-        frames = ""
-        if hub.state is not state.state:
-            state = stream_state(hub)
-            frames += sse.frame("status", state.model_dump_json())
-        frames += "".join(sse.item(item) for item in batch) if batch else ": heartbeat\n\n"
-        await sse.write(frames)
+        await stream.send(batch)
 
 
 SSE_DESCRIPTION = f"""\
@@ -580,11 +592,46 @@ def _ws_reply(consumer: QuoteConsumer, text: str) -> dict[str, Any]:
     return {"type": "ack", "action": message.action, "symbols": changed, "subscribed": consumer.symbols}
 
 
+class _WsQuotes:
+    """Writes the quote frames of one WebSocket, with a status frame when the hub's state changed.
+
+    Like ``_SseQuotes``: ``send`` serves both the pump and direct delivery. Every write takes the send lock,
+    so quote frames never interleave with the replies to client frames.
+    """
+
+    def __init__(self, ws: web.WebSocketResponse, hub: QuoteHub, send_lock: asyncio.Lock) -> None:
+        self._ws = ws
+        self._hub = hub
+        self._send_lock = send_lock
+        self._encoded = quote_json(hub)
+        self._state = stream_state(hub)
+
+    def _status(self) -> str:
+        return _json({"type": "status", **self._state.model_dump(mode="json")})
+
+    async def open(self) -> None:
+        """Send the first status frame."""
+        async with self._send_lock:
+            await self._ws.send_str(self._status())
+
+    async def send(self, batch: list[QuoteItem]) -> None:
+        """Send a batch of updates, after a status frame if the state changed."""
+        texts: list[str] = []
+        if self._hub.state is not self._state.state:
+            self._state = stream_state(self._hub)
+            texts.append(self._status())
+        texts += [self._encoded.ws_frame(item) for item in batch]
+        if not texts:
+            return
+        async with self._send_lock:
+            for text in texts:
+                await self._ws.send_str(text)
+
+
 async def _pump_ws(ws: web.WebSocketResponse, consumer: QuoteConsumer, hub: QuoteHub, send_lock: asyncio.Lock) -> None:
-    encoded = quote_json(hub)
-    state = stream_state(hub)
-    async with send_lock:
-        await ws.send_str(_json({"type": "status", **state.model_dump(mode="json")}))
+    stream = _WsQuotes(ws, hub, send_lock)
+    await stream.open()
+    consumer.deliver_to(stream.send)
     while True:
         try:
             batch = await consumer.get(timeout=HEARTBEAT_SECONDS)
@@ -592,14 +639,7 @@ async def _pump_ws(ws: web.WebSocketResponse, consumer: QuoteConsumer, hub: Quot
             # The hub is shutting down: tell the client to come back later.
             await ws.close(code=WSCloseCode.GOING_AWAY, message=b"server shutting down")
             return
-        texts: list[str] = []
-        if hub.state is not state.state:
-            state = stream_state(hub)
-            texts.append(_json({"type": "status", **state.model_dump(mode="json")}))
-        texts += [encoded.ws_frame(item) for item in batch]
-        async with send_lock:
-            for text in texts:
-                await ws.send_str(text)
+        await stream.send(batch)
 
 
 WS_DESCRIPTION = f"""\
