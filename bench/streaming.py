@@ -14,9 +14,10 @@ latency = receipt time - emit time on the same machine. Every consumer holds all
 load is N x R quote messages per second. Latency therefore includes the hub, the edge, the kernel and the
 client's own scheduling. The clients run in separate processes (2 for N < 200, else ``--client-procs``,
 half of them SSE and half WebSocket, each holding up to a few hundred connections) and share the two cores
-with the server: that is what a desktop with local scripts looks like. They are lean on purpose (raw
-asyncio protocols, no HTTP, WebSocket or JSON library: they find the ``time`` field in each frame, and
-answer pings), so they take as little CPU as possible from the server; each row prints their CPU too.
+with the server: that is what a desktop with local scripts looks like. They are lean on purpose (one
+``selectors`` loop over raw sockets per process, no asyncio, no HTTP, WebSocket or JSON library: they find
+the ``time`` field in each frame, and answer pings), so they take as little CPU as possible from the
+server; each row prints their CPU too.
 
 Scenarios, in one run (compare ratios across runs, not absolute numbers: the machine is noisy):
 
@@ -40,7 +41,9 @@ Scenarios, in one run (compare ratios across runs, not absolute numbers: the mac
 Figures per row: delivered msgs/s (and the share of the offered load), p50/p99/p99.9 latency, event-loop
 lag (p50/p99/max overshoot of a 5 ms timer on the serving loop), server CPU per delivered message, server
 and client CPU in cores, the server's RSS (before the clients connect -> when the measured window starts ->
-at its end; max during the window). Defaults take about 90 s.
+at its end; max during the window), and the garbage collector's pauses in the window. A full collection
+is run before each window: the objects of a thousand new connections would otherwise set one off (100-200
+ms here) at a moment that depends on the run, not on the fan-out. Defaults take about 90 s.
 
     .venv/bin/python bench/streaming.py [--consumers 100,1000] [--symbols 10] [--rate R] [--seconds 8]
                                         [--stalled 20] [--client-procs 4]
@@ -50,6 +53,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import itertools
 import json
 import logging
@@ -80,8 +84,10 @@ WARMUP_SECONDS = 1.0
 
 # One client process: opens its connections, says "ready" once each got a first quote, reads "t0 t1" on
 # stdin, counts the quotes received in [t0, t1] with a latency histogram (0.1 ms buckets) and prints it.
+# A plain selectors loop, not asyncio: the clients share the server's two cores, and asyncio's machinery
+# per socket event (a handle, a callback, a transport) cost them more than the server spent per message.
 CLIENT = r"""
-import asyncio, base64, json, os, re, socket, sys, time
+import base64, json, os, re, selectors, socket, sys, time
 from datetime import datetime
 from urllib.parse import urlsplit
 
@@ -90,8 +96,7 @@ kind, count, symbols = spec["kind"], spec["count"], spec["symbols"]
 url = urlsplit(spec["url"]) if spec["url"] else None
 STAMP = re.compile(rb'"time":"([^"]+)"')
 window = [float("inf"), float("-inf")]
-hist, received, ready = {}, [0], [0]
-all_ready = asyncio.Event()
+hist, received, ready, failed = {}, [0], [0], [0]
 
 def note(stamps, now):
     if window[0] <= now <= window[1]:
@@ -99,11 +104,6 @@ def note(stamps, now):
         for stamp in stamps:
             bucket = int((now - datetime.fromisoformat(stamp.decode()).timestamp()) * 10000)
             hist[bucket] = hist.get(bucket, 0) + 1
-
-def first():
-    ready[0] += 1
-    if ready[0] == count:
-        all_ready.set()
 
 def masked(opcode, payload):
     mask = os.urandom(4)
@@ -115,15 +115,13 @@ def request(path, extra=""):
     auth = "".join(f"{k}: {v}\r\n" for k, v in spec["headers"].items())
     return f"GET {path} HTTP/1.1\r\nHost: {url.netloc}\r\n{auth}{extra}\r\n".encode()
 
-class Sse(asyncio.Protocol):
+class Sse:
     # Lean on purpose: no HTTP or JSON library, only the "time" field of each frame is read.
-    def __init__(self):
-        self.buf, self.seen = b"", False
-    def connection_made(self, transport):
+    def __init__(self, sock):
+        self.sock, self.buf, self.seen = sock, b"", False
         path = url.path + ("?" + url.query if url.query else "")
-        transport.write(request(path, "Accept: text/event-stream\r\n"))
-    def data_received(self, data):
-        now = time.time()
+        sock.sendall(request(path, "Accept: text/event-stream\r\n"))
+    def feed(self, data, now):
         self.buf += data
         end = self.buf.rfind(b"\n\n")
         if end < 0:
@@ -132,19 +130,16 @@ class Sse(asyncio.Protocol):
         stamps = STAMP.findall(block)
         if stamps and not self.seen:
             self.seen = True
-            first()
+            ready[0] += 1
         note(stamps, now)
 
-class Ws(asyncio.Protocol):
-    def __init__(self):
-        self.buf, self.seen, self.upgraded = b"", False, False
-    def connection_made(self, transport):
-        self.transport = transport
+class Ws:
+    def __init__(self, sock):
+        self.sock, self.buf, self.seen, self.upgraded = sock, b"", False, False
         key = base64.b64encode(os.urandom(16)).decode()
-        transport.write(request(url.path, f"Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: {key}\r\n"
-                                          "Sec-WebSocket-Version: 13\r\n"))
-    def data_received(self, data):
-        now = time.time()
+        sock.sendall(request(url.path, f"Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: {key}\r\n"
+                                       "Sec-WebSocket-Version: 13\r\n"))
+    def feed(self, data, now):
         self.buf += data
         if not self.upgraded:
             head = self.buf.find(b"\r\n\r\n")
@@ -152,7 +147,7 @@ class Ws(asyncio.Protocol):
                 return
             assert self.buf.startswith(b"HTTP/1.1 101"), self.buf[:200]
             self.buf, self.upgraded = self.buf[head + 4:], True
-            self.transport.write(masked(1, json.dumps({"action": "subscribe", "symbols": symbols}).encode()))
+            self.sock.sendall(masked(1, json.dumps({"action": "subscribe", "symbols": symbols}).encode()))
         buf, pos, stamps = self.buf, 0, []
         while len(buf) - pos >= 2:
             opcode, n, start = buf[pos] & 0x0F, buf[pos + 1] & 0x7F, pos + 2
@@ -165,16 +160,16 @@ class Ws(asyncio.Protocol):
             payload = buf[start:start + n]
             pos = start + n
             if opcode == 9:  # ping: the server closes a WebSocket that does not answer
-                self.transport.write(masked(10, payload))
+                self.sock.sendall(masked(10, payload))
             elif opcode == 1:
                 stamps += STAMP.findall(payload)
         self.buf = buf[pos:]
         if stamps and not self.seen:
             self.seen = True
-            first()
+            ready[0] += 1
         note(stamps, now)
 
-async def stalled(index):
+def stalled(index):
     # A raw socket with a small receive buffer that sends its request and never reads a byte.
     host, port, path = spec["host"], spec["port"], spec["paths"][index % 2]
     sock = socket.socket()
@@ -185,41 +180,62 @@ async def stalled(index):
         sock.sendall((f"GET {path} HTTP/1.1\r\nHost: {host}:{port}\r\n{auth}Upgrade: websocket\r\n"
                       "Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
                       "Sec-WebSocket-Version: 13\r\n\r\n").encode())
-        await asyncio.sleep(0.2)
+        time.sleep(0.2)
         sock.sendall(masked(1, json.dumps({"action": "subscribe", "symbols": symbols}).encode()))
     else:
         sock.sendall(f"GET {path} HTTP/1.1\r\nHost: {host}:{port}\r\n{auth}\r\n".encode())
-    first()
+    ready[0] += 1
     return sock
 
-async def main():
-    loop = asyncio.get_running_loop()
-    transports, sockets = [], []
+selector = selectors.DefaultSelector()
+
+def pump(seconds):
+    # One select() wakes for every ready socket at once: no per-socket callback machinery.
+    until = time.time() + seconds
+    while True:
+        remaining = until - time.time()
+        if remaining <= 0:
+            return
+        for key, _ in selector.select(remaining):
+            try:
+                data = key.fileobj.recv(65536)
+            except OSError:
+                data = b""
+            if not data:
+                failed[0] += 1
+                selector.unregister(key.fileobj)
+                continue
+            key.data.feed(data, time.time())
+
+def main():
+    sockets = []
     for start in range(0, count, 50):  # ramp in batches: the server's listen backlog is 128
-        batch = range(start, min(count, start + 50))
-        if kind == "stalled":
-            sockets += [await stalled(i) for i in batch]
-        else:
-            protocol = Sse if kind == "sse" else Ws
-            made = await asyncio.gather(*(loop.create_connection(protocol, url.hostname, url.port) for _ in batch))
-            transports += [t for t, _ in made]
-        await asyncio.sleep(0.05)
-    await asyncio.wait_for(all_ready.wait(), 60)
+        for i in range(start, min(count, start + 50)):
+            if kind == "stalled":
+                sockets.append(stalled(i))
+                continue
+            sock = socket.create_connection((url.hostname, url.port))
+            protocol = (Sse if kind == "sse" else Ws)(sock)
+            sock.setblocking(False)
+            selector.register(sock, selectors.EVENT_READ, protocol)
+            sockets.append(sock)
+        pump(0.05)
+    deadline = time.time() + 60
+    while ready[0] < count:
+        assert time.time() < deadline, "not every connection got a first quote within 60 s"
+        pump(0.05)
+    failed[0] = 0
     print("ready", flush=True)
-    line = await loop.run_in_executor(None, sys.stdin.readline)
-    window[0], window[1] = map(float, line.split())
-    await asyncio.sleep(max(0.0, window[0] - time.time()))
+    window[0], window[1] = map(float, sys.stdin.readline().split())
+    pump(max(0.0, window[0] - time.time()))
     cpu0 = time.process_time()
-    await asyncio.sleep(max(0.0, window[1] - time.time()))
+    pump(max(0.0, window[1] - time.time()))
     cpu = time.process_time() - cpu0
-    closed = sum(1 for t in transports if t.is_closing())
-    for t in transports:
-        t.close()
     for sock in sockets:
         sock.close()
-    print(json.dumps({"received": received[0], "hist": hist, "failed": closed, "cpu": cpu}), flush=True)
+    print(json.dumps({"received": received[0], "hist": hist, "failed": failed[0], "cpu": cpu}), flush=True)
 
-asyncio.run(main())
+main()
 """
 
 
@@ -455,6 +471,32 @@ class LagProbe:
             await asyncio.gather(self._task, return_exceptions=True)
 
 
+class GcProbe:
+    """The garbage collector's pauses while recording: a full collection stops the serving loop too."""
+
+    def __init__(self) -> None:
+        self.pauses: list[tuple[float, int]] = []  # (ms, generation)
+        self.recording = False
+        self._started = 0.0
+
+    def __enter__(self) -> GcProbe:
+        gc.callbacks.append(self._callback)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        gc.callbacks.remove(self._callback)
+
+    def _callback(self, phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            self._started = time.perf_counter()
+        elif self.recording:
+            self.pauses.append(((time.perf_counter() - self._started) * 1000, info["generation"]))
+
+    def take(self) -> list[tuple[float, int]]:
+        pauses, self.pauses = self.pauses, []
+        return pauses
+
+
 @dataclass
 class Row:
     name: str
@@ -501,8 +543,13 @@ async def start_clients(specs: list[dict[str, Any]]) -> list[asyncio.subprocess.
 
 async def run_window(
     procs: list[asyncio.subprocess.Process], seconds: float, probe: LagProbe, sample: Callable[[], None]
-) -> tuple[list[dict[str, Any]], float, list[float], list[float]]:
-    """Let every client count for ``seconds``; return their results, server CPU s, lag samples, RSS samples."""
+) -> tuple[list[dict[str, Any]], float, list[float], list[float], list[tuple[float, int]]]:
+    """Let every client count for ``seconds``; return their results, server CPU s, lag, RSS and GC pauses."""
+    # Connecting a thousand clients leaves many new long-lived objects, and the full collection they cause
+    # comes soon after (100-200 ms here). Run it now, so the window measures the steady state; the pauses
+    # of the window itself are reported with each row.
+    gc.collect()
+    sample()  # outside the window: hub.status() builds every consumer's figures, O(N) on the serving loop
     t0 = time.time() + WARMUP_SECONDS
     t1 = t0 + seconds
     for proc in procs:
@@ -515,19 +562,21 @@ async def run_window(
     print(f"    (measuring for {seconds:g} s)", file=sys.stderr, flush=True)
     cpu0 = cpu_seconds()
     rss_samples = [rss_mb()]
-    while time.time() < t1:
-        await asyncio.sleep(min(0.5, max(0.0, t1 - time.time())))
-        rss_samples.append(rss_mb())
-        if len(rss_samples) % 4 == 0 or time.time() >= t1 - 0.5:  # hub.status() costs O(N): every 2 s
-            sample()
+    with GcProbe() as collections:
+        collections.recording = True
+        while time.time() < t1:
+            await asyncio.sleep(min(0.5, max(0.0, t1 - time.time())))
+            rss_samples.append(rss_mb())
+        pauses = collections.take()
     cpu = cpu_seconds() - cpu0
+    sample()
     probe.recording = False
     lag = probe.take()
     results = []
     for proc in procs:
         out, _ = await asyncio.wait_for(proc.communicate(), 60)
         results.append(json.loads(out.decode().strip().splitlines()[-1]))
-    return results, cpu, lag, rss_samples
+    return results, cpu, lag, rss_samples, pauses
 
 
 def merge(results: list[dict[str, Any]]) -> tuple[int, dict[int, int]]:
@@ -658,7 +707,9 @@ async def streaming_rows(args: argparse.Namespace) -> tuple[list[Row], list[str]
                     lagging = [c for c in hub.status().consumers if c.lag_seconds > 1.0]
                     stalled_seen.append((len(lagging), max((c.pending for c in lagging), default=0)))
 
-            results, cpu, lag, rss_samples = await run_window(stalled_procs + procs, args.seconds, probe, sample)
+            results, cpu, lag, rss_samples, pauses = await run_window(
+                stalled_procs + procs, args.seconds, probe, sample
+            )
             total, hist = merge(results)
             failed = sum(r["failed"] for r in results)
             delivered = total / args.seconds
@@ -685,9 +736,16 @@ async def streaming_rows(args: argparse.Namespace) -> tuple[list[Row], list[str]
             )
             if failed:
                 row.notes.append(f"{failed} client connections failed")
+            if pauses:
+                longest, generation = max(pauses)
+                full = sum(1 for _, gen in pauses if gen == 2)
+                row.notes.append(
+                    f"GC in the window: {len(pauses)} collections ({full} full), "
+                    f"longest {longest:.1f} ms (generation {generation})"
+                )
             if stalled:
                 row.notes.append(
-                    f"{stalled_note}; during the window {min(n for n, _ in stalled_seen)}-"
+                    f"{stalled_note}; before and after the window {min(n for n, _ in stalled_seen)}-"
                     f"{max(n for n, _ in stalled_seen)} consumers >1 s behind, each holding at most "
                     f"{max(p for _, p in stalled_seen)} pending updates (conflated: one per symbol)"
                 )
