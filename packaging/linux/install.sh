@@ -21,7 +21,17 @@ data_dir="${XDG_DATA_HOME:-$HOME/.local/share}/ftdesk"
 icon_sizes="16 22 24 32 48 64 128 256 512"
 
 say() { printf '%s\n' "$*"; }
-fail() { printf 'install.sh: %s\n' "$*" >&2; exit 1; }
+# Started by a double-click there is no terminal to read: say the outcome as a desktop notification too.
+notify() {
+    if [ ! -t 1 ] && command -v notify-send >/dev/null 2>&1; then
+        notify-send --app-name=ftdesk --icon="$1" "ftdesk" "$2" 2>/dev/null || true
+    fi
+}
+fail() {
+    printf 'install.sh: %s\n' "$*" >&2
+    notify dialog-error "Not installed: $*"
+    exit 1
+}
 
 usage() {
     sed -n '2,12s/^# \{0,1\}//p' "$0"
@@ -52,6 +62,7 @@ uninstall() {
     done
     refresh_menus
     say "ftdesk is removed."
+    notify user-trash "Removed. Your data stays in $data_dir."
     say "Your settings, paper accounts, order journal and logs stay in $data_dir; delete that folder to remove them too."
     say "The API key and stored credentials stay in your keychain under the service name ftdesk; remove them there."
 }
@@ -112,6 +123,7 @@ install_app() {
     fi
 
     say "ftdesk $("$app_dir/ftdesk" --version | sed 's/^ftdesk //') is installed in $app_dir."
+    notify "$icon_root/256x256/apps/ftdesk.png" "Installed. Start ftdesk from your app menu."
     say "Start it from your app menu (ftdesk), or run: $bin_link"
     case ":$PATH:" in
         *":$prefix/bin:"*) ;;
