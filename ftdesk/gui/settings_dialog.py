@@ -571,7 +571,7 @@ class SettingsDialog(QDialog):
             return
         self._finish()
         if outcome.errors:
-            self._show_save_errors(outcome.errors)
+            self._show_save_errors(outcome.errors, start_at_login_saved=start_at_login is not None)
             return
         self._saved.update(changes)
         if not outcome.needs_restart:
@@ -599,14 +599,15 @@ class SettingsDialog(QDialog):
             return f"Start at login could not be {verb} ({item.location}: {exc.strerror or exc})."
         return ""
 
-    def _show_save_errors(self, errors: Mapping[str, str]) -> None:
+    def _show_save_errors(self, errors: Mapping[str, str], *, start_at_login_saved: bool = False) -> None:
         general: list[str] = []
         for name, reason in errors.items():
             if name in self._editors:
                 self._editors[name].set_error(reason)
             else:
                 general.append(f"{name}: {reason}" if name else reason)
-        self._show_error(" ".join(["Nothing was saved.", *general]))
+        saved = "Start at login was changed; nothing else was saved." if start_at_login_saved else "Nothing was saved."
+        self._show_error(" ".join([saved, *general]))
 
     def _start_restart(self) -> None:
         if self._task is None:

@@ -378,3 +378,23 @@ def test_without_a_login_item_there_is_no_start_at_login_option(open_dialog: Cal
     assert dialog.start_at_login_box is None
     assert dialog.findChild(QCheckBox, "start_at_login") is None
     assert "Start ftdesk when I log in" not in all_text(dialog)
+
+
+async def test_when_the_settings_are_refused_after_start_at_login_changed_the_message_says_which_was_saved(
+    open_dialog: Callable[..., SettingsDialog], service: FakeSettingsService, login_item: XdgAutostart
+) -> None:
+    service.refuse = {"": "the settings file is read-only"}
+    dialog = open_dialog()
+    start_at_login(dialog).click()
+    dialog.editor("auto_reauth").click()
+    dialog.save_button.click()
+    await wait_until(lambda: bool(dialog.error_text))
+
+    assert login_item.is_enabled()
+    assert dialog.error_text.startswith("Start at login was changed; nothing else was saved.")
+    assert "the settings file is read-only" in dialog.error_text
+
+    service.refuse = {}
+    dialog.save_button.click()  # only the settings are left to save
+    await wait_until(lambda: not dialog.isVisible())
+    assert service.file() == {"auto_reauth": False}
