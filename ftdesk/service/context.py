@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from aiohttp import web
 
@@ -12,6 +11,7 @@ from ftdesk.config import Settings
 from ftdesk.domain.clock import Clock
 from ftdesk.service.credentials import CredentialStore
 from ftdesk.service.keys import KeySource
+from ftdesk.service.openapi import OpenApiDocument
 from ftdesk.service.orders_desk import OrderDesk
 from ftdesk.service.routing import Endpoint
 from ftdesk.service.session import SessionManager
@@ -49,4 +49,4 @@ class ServiceContext:
 
 CONTEXT = web.AppKey("ftdesk_context", ServiceContext)
 ENDPOINTS = web.AppKey("ftdesk_endpoints", list[Endpoint])
-OPENAPI = web.AppKey("ftdesk_openapi", dict[str, Any])
+OPENAPI = web.AppKey("ftdesk_openapi", OpenApiDocument)

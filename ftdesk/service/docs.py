@@ -7,7 +7,6 @@ the page works offline and leaks nothing.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
@@ -67,7 +66,7 @@ async def docs(request: web.Request) -> web.Response:
 
 async def openapi_json(request: web.Request) -> web.Response:
     """Serve the OpenAPI description as JSON."""
-    return web.Response(text=json.dumps(request.app[OPENAPI]), content_type="application/json")
+    return web.Response(text=request.app[OPENAPI].text(), content_type="application/json")
 
 
 async def init_js(_request: web.Request) -> web.Response:

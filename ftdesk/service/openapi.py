@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from collections import defaultdict
 from typing import Any, Literal
@@ -235,3 +236,29 @@ def build_openapi(endpoints: list[Endpoint], *, version: str) -> dict[str, Any]:
             "schemas": defs,
         },
     }
+
+
+class OpenApiDocument:
+    """The service's OpenAPI description, built on first use and then kept as a dict and as JSON text.
+
+    Building it takes ~250 ms (pydantic generates every schema), which every start would otherwise spend
+    before serving its first request; most runs never ask for /docs.
+    """
+
+    def __init__(self, endpoints: list[Endpoint], *, version: str) -> None:
+        self._endpoints = endpoints
+        self._version = version
+        self._document: dict[str, Any] | None = None
+        self._text: str | None = None
+
+    def document(self) -> dict[str, Any]:
+        """Return the description, building it the first time."""
+        if self._document is None:
+            self._document = build_openapi(self._endpoints, version=self._version)
+        return self._document
+
+    def text(self) -> str:
+        """Return the description as JSON text, serialised once."""
+        if self._text is None:
+            self._text = json.dumps(self.document())
+        return self._text

@@ -13,7 +13,7 @@ from ftdesk.service.middleware import (
     envelope_middleware,
     make_security_middleware,
 )
-from ftdesk.service.openapi import build_openapi
+from ftdesk.service.openapi import OpenApiDocument
 from ftdesk.service.routes import route_tables
 from ftdesk.service.routing import RouteTable, add_routes
 
@@ -36,7 +36,7 @@ def create_web_app(ctx: ServiceContext, tables: list[RouteTable] | None = None) 
     app[MAX_BODY_KEY] = settings.max_body_bytes
     endpoints = add_routes(app, route_tables() if tables is None else tables)
     app[ENDPOINTS] = endpoints
-    app[OPENAPI] = build_openapi(endpoints, version=ctx.version)
+    app[OPENAPI] = OpenApiDocument(endpoints, version=ctx.version)
     add_docs_routes(app)
     app.on_response_prepare.append(add_common_headers)
     app.on_shutdown.append(ctx.streams.close_all)
