@@ -47,7 +47,15 @@ refresh_menus() {
     fi
 }
 
+refuse_while_running() {
+    # Replacing or removing the files of a running ftdesk would break what it loads later (Qt plugins).
+    if command -v pgrep >/dev/null 2>&1 && pgrep -u "$(id -u)" -f -- "$app_dir/ftdesk" >/dev/null 2>&1; then
+        fail "ftdesk is running: quit it first (tray menu > Quit), then run install.sh${1:+ $1} again"
+    fi
+}
+
 uninstall() {
+    refuse_while_running --uninstall
     if [ -x "$app_dir/ftdesk" ]; then
         "$app_dir/ftdesk" --autostart off >/dev/null 2>&1 || true
     fi
@@ -87,6 +95,7 @@ desktop_exec() {
 install_app() {
     [ -x "$here/ftdesk/ftdesk" ] || fail "no ftdesk/ftdesk next to this script: run it from the unpacked archive"
     check_glibc
+    refuse_while_running ""
     mkdir -p "$prefix/lib" "$prefix/bin" "$prefix/share/applications"
 
     # Copy beside the old version, then swap, so a failed copy never leaves half an app behind.

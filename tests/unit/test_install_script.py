@@ -110,3 +110,25 @@ def test_an_unknown_option_is_refused_with_the_usage(unpacked: Path, tmp_path: P
     assert result.returncode != 0
     assert "unknown option: --everywhere" in result.stderr
     assert "--uninstall" in result.stderr
+
+
+def test_a_running_ftdesk_is_neither_replaced_nor_removed(unpacked: Path, tmp_path: Path) -> None:
+    if shutil.which("pgrep") is None:
+        pytest.skip("install.sh checks for a running ftdesk with pgrep")
+    home = tmp_path / "home"
+    home.mkdir()
+    assert run_install(unpacked, home).returncode == 0
+    app = home / ".local" / "lib" / "ftdesk" / "ftdesk"
+    # A process whose command line is the installed app, as the running tray app's is.
+    running = subprocess.Popen(["sh", "-c", "sleep 60", str(app)])
+    try:
+        for args in ((), ("--uninstall",)):
+            result = run_install(unpacked, home, *args)
+            assert result.returncode != 0
+            assert "ftdesk is running: quit it first" in result.stderr
+            assert app.is_file()
+    finally:
+        running.kill()
+        running.wait()
+    assert run_install(unpacked, home, "--uninstall").returncode == 0
+    assert not app.exists()
