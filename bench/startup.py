@@ -21,10 +21,13 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-# packaging/ is not a package (and its name is taken by PyPI's "packaging"): import the script by path.
+# packaging/ is not a package (and its name is taken by PyPI's "packaging"): import its scripts by path.
+# It goes first on sys.path, so its build.py wins over PyPI's "build" package.
 sys.path.insert(0, str(ROOT / "packaging"))
 
-from smoke import free_port, wait_for_health  # noqa: E402  (the path is set just above)
+from smoke import free_port, wait_for_health  # noqa: E402
+
+from build import MIB, folder_size  # noqa: E402
 
 
 def start_once(command: list[str], gui: bool, scratch: Path) -> float:
@@ -78,9 +81,8 @@ def main() -> int:
         low, high = min(seconds), max(seconds)
         median = statistics.median(seconds)
         print(f"{name:>26}: first 200 after {median * 1000:.0f} ms (median; {low * 1000:.0f}-{high * 1000:.0f} ms)")
-    bundle = args.bundle.parent
-    size = sum(path.stat().st_size for path in bundle.rglob("*") if path.is_file() and not path.is_symlink())
-    print(f"bundle {bundle}: {size / 1024 / 1024:.1f} MiB")
+    size, files = folder_size(args.bundle.parent)
+    print(f"bundle {args.bundle.parent}: {size / MIB:.1f} MiB, {files} files")
     return 0
 
 
