@@ -66,7 +66,7 @@ async def docs(request: web.Request) -> web.Response:
 
 async def openapi_json(request: web.Request) -> web.Response:
     """Serve the OpenAPI description as JSON."""
-    return web.Response(text=request.app[OPENAPI].text(), content_type="application/json")
+    return web.Response(text=await request.app[OPENAPI].text(), content_type="application/json")
 
 
 async def init_js(_request: web.Request) -> web.Response:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 from collections import defaultdict
@@ -239,26 +240,24 @@ def build_openapi(endpoints: list[Endpoint], *, version: str) -> dict[str, Any]:
 
 
 class OpenApiDocument:
-    """The service's OpenAPI description, built on first use and then kept as a dict and as JSON text.
+    """The service's OpenAPI description as JSON text, built once, on first use, off the event loop.
 
-    Building it takes ~250 ms (pydantic generates every schema), which every start would otherwise spend
-    before serving its first request; most runs never ask for /docs.
+    Building it takes ~250 ms (pydantic generates every schema): every start would otherwise spend that
+    before its first request, though most runs never ask for /docs, and a request that built it on the
+    loop would stall every stream for as long.
     """
 
     def __init__(self, endpoints: list[Endpoint], *, version: str) -> None:
         self._endpoints = endpoints
         self._version = version
-        self._document: dict[str, Any] | None = None
-        self._text: str | None = None
+        self._building: asyncio.Future[str] | None = None
 
-    def document(self) -> dict[str, Any]:
-        """Return the description, building it the first time."""
-        if self._document is None:
-            self._document = build_openapi(self._endpoints, version=self._version)
-        return self._document
+    async def text(self) -> str:
+        """Return the description as JSON text; concurrent first callers share one build."""
+        if self._building is None:
+            self._building = asyncio.ensure_future(asyncio.to_thread(self._build))
+        # shield: a caller that goes away must not cancel the build the others wait for
+        return await asyncio.shield(self._building)
 
-    def text(self) -> str:
-        """Return the description as JSON text, serialised once."""
-        if self._text is None:
-            self._text = json.dumps(self.document())
-        return self._text
+    def _build(self) -> str:
+        return json.dumps(build_openapi(self._endpoints, version=self._version))
