@@ -25,9 +25,8 @@ ROOT = Path(__file__).resolve().parents[1]
 # It goes first on sys.path, so its build.py wins over PyPI's "build" package.
 sys.path.insert(0, str(ROOT / "packaging"))
 
-from smoke import free_port, wait_for_health  # noqa: E402
-
 from build import MIB, folder_size  # noqa: E402
+from smoke import free_port, wait_for_health  # noqa: E402
 
 
 def start_once(command: list[str], gui: bool, scratch: Path) -> float:
