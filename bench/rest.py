@@ -117,11 +117,12 @@ def main() -> None:
     logging.disable(logging.INFO)
 
     import PySide6
-    import qasync
     from PySide6.QtWidgets import QApplication
 
+    from ftdesk.gui.event_loop import DesktopEventLoop
+
     app = QApplication.instance() or QApplication([])
-    with asyncio.Runner(loop_factory=lambda: qasync.QEventLoop(app)) as runner:
+    with asyncio.Runner(loop_factory=lambda: DesktopEventLoop(app)) as runner:
         rows = runner.run(measure(args.requests, args.concurrency))
     print(
         f"machine: {platform.platform()}, {os.cpu_count()} cores, Python {platform.python_version()}, "

@@ -1,13 +1,14 @@
 """Quote streaming fan-out: N consumers (SSE and WebSocket) on M symbols at R upstream updates/s, qasync loop.
 
 The server is the real ftdesk service (``ServiceRuntime``: the web app, the real ``QuoteHub`` and the real
-SSE and WebSocket handlers) running in this process on ONE ``qasync.QEventLoop`` with an offscreen
-``QApplication``, as the tray app runs it. Only the upstream is the bench's: ``BenchQuoteFeed`` implements
-the ``QuoteFeed`` protocol of ``ftdesk.brokers.base`` and emits exactly R quotes per second, round robin
-over the M symbols. The paper broker's own feed cannot be used for this: a paper quote is a pure function
-of (symbol, whole second), so it changes at most once per second per symbol whatever the tick, and R would
-not be controllable. The bench feed replaces the paper broker's ``quote_feed`` attribute before the
-runtime starts (no change to ftdesk needed); everything else, login included, is the paper broker.
+SSE and WebSocket handlers) running in this process on ONE qasync loop (the app's ``DesktopEventLoop``)
+with an offscreen ``QApplication``, as the tray app runs it. Only the upstream is the bench's:
+``BenchQuoteFeed`` implements the ``QuoteFeed`` protocol of ``ftdesk.brokers.base`` and emits exactly R
+quotes per second, round robin over the M symbols. The paper broker's own feed cannot be used for this:
+a paper quote is a pure function of (symbol, whole second), so it changes at most once per second per
+symbol whatever the tick, and R would not be controllable. The bench feed replaces the paper broker's
+``quote_feed`` attribute before the runtime starts (no change to ftdesk needed); everything else, login
+included, is the paper broker.
 
 Each quote's ``time`` field is its upstream emit time (wall clock, microseconds), so a client computes
 latency = receipt time - emit time on the same machine. Every consumer holds all M symbols, so the offered
@@ -909,8 +910,9 @@ def main() -> None:
     logging.disable(logging.WARNING)
 
     import PySide6
-    import qasync
     from PySide6.QtWidgets import QApplication
+
+    from ftdesk.gui.event_loop import DesktopEventLoop
 
     app = QApplication.instance() or QApplication([])
     print(
@@ -924,7 +926,7 @@ def main() -> None:
         flush=True,
     )
     started = time.perf_counter()
-    with asyncio.Runner(loop_factory=lambda: qasync.QEventLoop(app)) as runner:
+    with asyncio.Runner(loop_factory=lambda: DesktopEventLoop(app)) as runner:
         rows = runner.run(streaming_rows(args))[0] if args.consumers else []
         if not args.skip_cold:
             for warm_up in (False, True):

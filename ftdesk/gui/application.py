@@ -17,7 +17,6 @@ from collections.abc import Callable
 from types import TracebackType
 from typing import Any
 
-import qasync
 from PySide6.QtWidgets import QApplication, QSystemTrayIcon
 
 from ftdesk import __version__
@@ -25,6 +24,7 @@ from ftdesk.autostart import LoginItem
 from ftdesk.config import ConfigError, Settings
 from ftdesk.gui.actions import UserActions
 from ftdesk.gui.bridge import POLL_INTERVAL_MS, RuntimeFactory, ServiceBridge
+from ftdesk.gui.event_loop import DesktopEventLoop
 from ftdesk.gui.icons import IconSet
 from ftdesk.gui.notifications import Notifier
 from ftdesk.gui.status_window import StatusWindow
@@ -182,7 +182,7 @@ def run_gui(
     app.setApplicationName("ftdesk")
     app.setApplicationDisplayName("ftdesk")
     app.setQuitOnLastWindowClosed(False)  # the tray app lives on with every window closed
-    with asyncio.Runner(loop_factory=lambda: qasync.QEventLoop(app)) as runner:
+    with asyncio.Runner(loop_factory=lambda: DesktopEventLoop(app)) as runner:
         return runner.run(
             serve_with_tray(settings, redactor, make_runtime, reload_settings, install_stop_signals, login_item)
         )

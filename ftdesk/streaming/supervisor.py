@@ -93,6 +93,19 @@ class SupervisedStream(Generic[ConnectionT]):
             await self._session_wake.wait()
 
     async def _supervise(self) -> None:
+        # A stream whose supervisor died would stay down for good while its status still read "connected":
+        # an unexpected error is logged, shown as the last error, and supervision resumes after the longest
+        # backoff delay. Cancellation (close) is not an Exception and ends it.
+        while True:
+            try:
+                await self._keep_connected()
+            except Exception as exc:
+                log.error("The %s stream supervisor failed; it resumes shortly", self._stream_name, exc_info=exc)
+                self._note_failure(f"Internal error in the {self._stream_name} stream: {describe(exc)}")
+                self._set_state(HubState.RECONNECTING)
+                await self._back_off(self._clock.monotonic() + self._backoff[-1], self._session_epoch)
+
+    async def _keep_connected(self) -> None:
         failures = 0  # consecutive bad connections or refused connects: the index into the backoff
         while True:
             if not self._wanted():

@@ -13,8 +13,9 @@ import gc
 from collections.abc import Callable, Mapping
 
 import pytest
-import qasync
 from PySide6.QtWidgets import QApplication
+
+from ftdesk.gui.event_loop import DesktopEventLoop
 
 
 def _qasync_loop() -> asyncio.AbstractEventLoop:
@@ -22,7 +23,7 @@ def _qasync_loop() -> asyncio.AbstractEventLoop:
     # The autouse `_gui_application` fixture below creates it first; a plain QCoreApplication cannot host widgets.
     assert isinstance(app, QApplication), f"GUI tests need a QApplication, found {app!r}"
     app.setQuitOnLastWindowClosed(False)
-    return qasync.QEventLoop(app)
+    return DesktopEventLoop(app)
 
 
 def pytest_asyncio_loop_factories(

@@ -208,3 +208,47 @@ async def test_an_unavailable_feed_leaves_the_hub_disabled_with_the_reason() -> 
             hub.open_consumer()
     finally:
         await hub.close()
+
+
+class FeedWithAFaultyCheck(PaperAccountEventFeed):
+    """The paper feed, except that its availability check raises while ``faults_left`` is positive."""
+
+    def __init__(self, bus: EventBus) -> None:
+        super().__init__(bus)
+        self.faults_left = 0
+
+    def unavailable_reason(self) -> str | None:
+        if self.faults_left:
+            self.faults_left -= 1
+            raise RuntimeError("could not read the feed's settings")
+        return None
+
+
+async def test_an_unexpected_error_in_the_supervisor_is_shown_and_supervision_resumes(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    clock = ManualClock()
+    bus = EventBus()
+    feed = FeedWithAFaultyCheck(bus)
+    hub = AccountEventHub(feed, clock, backoff=BACKOFF)
+    await hub.start()
+    try:
+        consumer, _ = hub.open_consumer()
+        feed.faults_left = 1
+        hub.set_session_active(True)
+        await settle()
+        assert hub.state is HubState.RECONNECTING and bus.connection_count == 0
+        assert hub.last_error == (
+            "Internal error in the account-event stream: RuntimeError: could not read the feed's settings"
+        )
+        assert any(r.levelname == "ERROR" and r.exc_info for r in caplog.records), "the failure is logged"
+
+        await clock.advance(BACKOFF[-1])
+        await settle()
+        assert hub.state is HubState.CONNECTED and bus.connection_count == 1
+        bus.publish(fill(1))
+        await settle()
+        assert await read(consumer) == [(1, "C1")]
+    finally:
+        await hub.close()
+    assert bus.connection_count == 0 and clock.sleeper_count == 0
