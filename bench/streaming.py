@@ -906,18 +906,23 @@ def main() -> None:
     parser.add_argument("--stalled", type=int, default=20, help="consumers that never read (0: skip that run)")
     parser.add_argument("--client-procs", type=int, default=4, help="client processes for N >= 200")
     parser.add_argument("--skip-cold", action="store_true", help="skip the cold paper symbols run")
+    parser.add_argument(
+        "--stock-qasync", action="store_true", help="serve from qasync.QEventLoop instead of the app's loop"
+    )
     args = parser.parse_args()
     logging.disable(logging.WARNING)
 
     import PySide6
+    import qasync
     from PySide6.QtWidgets import QApplication
 
     from ftdesk.gui.event_loop import DesktopEventLoop
 
     app = QApplication.instance() or QApplication([])
+    loop_class = qasync.QEventLoop if args.stock_qasync else DesktopEventLoop
     print(
         f"machine: {platform.platform()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
-        f"PySide6 {PySide6.__version__}, qasync loop; clients in separate processes on the same cores",
+        f"PySide6 {PySide6.__version__}, {loop_class.__name__}; clients in separate processes on the same cores",
         flush=True,
     )
     print(
@@ -926,7 +931,7 @@ def main() -> None:
         flush=True,
     )
     started = time.perf_counter()
-    with asyncio.Runner(loop_factory=lambda: DesktopEventLoop(app)) as runner:
+    with asyncio.Runner(loop_factory=lambda: loop_class(app)) as runner:
         rows = runner.run(streaming_rows(args))[0] if args.consumers else []
         if not args.skip_cold:
             for warm_up in (False, True):
