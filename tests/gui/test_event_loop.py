@@ -50,11 +50,3 @@ def test_a_callback_run_by_a_process_events_call_outside_the_loop_sees_its_loop(
     qapp.processEvents()  # as pytest-qt does between the phases of a test, with the loop stopped
     assert seen == [loop]
     assert asyncio._get_running_loop() is None, "the running loop is restored afterwards"
-
-
-def test_a_failing_coroutine_raises_out_of_run_until_complete(loop: DesktopEventLoop) -> None:
-    async def fail() -> None:
-        raise ValueError("boom")
-
-    with pytest.raises(ValueError, match="boom"):
-        loop.run_until_complete(fail())
