@@ -298,22 +298,24 @@ def _cancel_entries(payload: Any, *keys: str) -> list[dict[str, Any]]:
     return []
 
 
+def _cancel_entry_fields(entry: dict[str, Any], conf_num: str, acct_num: str) -> dict[str, Any]:
+    """Return the fields a cancel entry and a cancel preview entry share; the order's ids fill gaps."""
+    return {
+        "resp_type_code": v.text_or(entry.get("respTypeCode")),
+        "conf_num": v.text(entry.get("confNum")) or conf_num,
+        "acct_num": v.text(entry.get("acctNum")) or acct_num,
+        "action_code": v.text_or(entry.get("actionCode")),
+        "orig_qty": v.number_or(entry.get("origQty")),
+        "exec_qty": v.number_or(entry.get("execQty")),
+        "remaining_qty": v.number_or(entry.get("remainingQty")),
+    }
+
+
 def map_cancel(payload: Any, conf_num: str, acct_num: str) -> CancelResult:
     """Map a cancel answer: accepted when any ``cancelConfirmDetail`` says ``A``."""
     raise_for_rejection(payload, f"cancel of order {conf_num}")
     entries = _cancel_entries(payload, "cancelConfirmDetail")
-    details = [
-        CancelConfirmDetail(
-            resp_type_code=v.text_or(entry.get("respTypeCode")),
-            conf_num=v.text(entry.get("confNum")) or conf_num,
-            acct_num=v.text(entry.get("acctNum")) or acct_num,
-            action_code=v.text_or(entry.get("actionCode")),
-            orig_qty=v.number_or(entry.get("origQty")),
-            exec_qty=v.number_or(entry.get("execQty")),
-            remaining_qty=v.number_or(entry.get("remainingQty")),
-        )
-        for entry in entries
-    ]
+    details = [CancelConfirmDetail(**_cancel_entry_fields(entry, conf_num, acct_num)) for entry in entries]
     accepted = any(d.resp_type_code == "A" for d in details)
     if not accepted:
         raise OrderRejected(
@@ -329,13 +331,7 @@ def map_cancel_preview(payload: Any, conf_num: str, acct_num: str) -> CancelPrev
     messages = upstream_messages(payload, ("warning", "info", "error"))
     details = [
         CancelPreviewDetail(
-            resp_type_code=v.text_or(entry.get("respTypeCode")),
-            conf_num=v.text(entry.get("confNum")) or conf_num,
-            acct_num=v.text(entry.get("acctNum")) or acct_num,
-            action_code=v.text_or(entry.get("actionCode")),
-            orig_qty=v.number_or(entry.get("origQty")),
-            exec_qty=v.number_or(entry.get("execQty")),
-            remaining_qty=v.number_or(entry.get("remainingQty")),
+            **_cancel_entry_fields(entry, conf_num, acct_num),
             est_proceeds=v.number_or(v.first(entry, "estProceeds", "netProceeds", "estNetProceeds")),
             commission=v.number_or(v.first(entry, "commission", "estCommission", "estCommissionDetail.estCommission")),
             order_confirm_msgs=messages,
