@@ -143,6 +143,17 @@ class OrderRejected(BrokerError):
         self.reason = reason
 
 
+class ActionMismatch(OrderRejected):
+    """The broker's preview answer names another order than the one asked for; nothing was bound or placed.
+
+    ``details`` hold ``asked`` (what the request meant), ``understood`` (the broker's code, words, symbol and
+    quantity, verbatim) and ``problems`` (each contradiction in words).
+    """
+
+    def __init__(self, message: str, *, details: Any = None) -> None:
+        super().__init__(message, reason="ACTION_MISMATCH", details=details)
+
+
 class StreamingUnavailable(FtdeskError):
     """A stream cannot be served (e.g. account events without BEPS configuration)."""
 

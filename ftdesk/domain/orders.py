@@ -39,7 +39,10 @@ class EquityAction(StrEnum):
 
 
 class OptionAction(StrEnum):
-    """Single-leg option action codes of the spec (open or close is decided by the position held)."""
+    """Single-leg option action codes of the spec; ``PositionIntent`` may say open or close explicitly.
+
+    Without a position intent, open or close is decided by the position held.
+    """
 
     BUY_CALL = "BC"
     SELL_CALL = "SC"
@@ -47,8 +50,15 @@ class OptionAction(StrEnum):
     SELL_PUT = "SP"
 
 
+class PositionIntent(StrEnum):
+    """Whether an option order opens a new position or closes one held (Alpaca's ``position_intent``)."""
+
+    OPEN = "open"
+    CLOSE = "close"
+
+
 class LegAction(StrEnum):
-    """Multi-leg option leg actions (upstream codes): open or close explicitly."""
+    """Multi-leg option leg actions: open or close explicitly (also accepted as the words ``buy_to_open``...)."""
 
     BUY_TO_OPEN = "BO"
     SELL_TO_OPEN = "SO"
@@ -138,6 +148,7 @@ class OptionOrder(Record):
     symbol: str
     action: OptionAction
     qty: int = Field(gt=0, description="Contracts.")
+    position_intent: PositionIntent | None = None
     price_type: PriceType = PriceType.MARKET
     limit_price: float | None = Field(default=None, gt=0, le=MAX_PRICE)
     stop_price: float | None = Field(default=None, gt=0, le=MAX_PRICE)
@@ -248,6 +259,17 @@ class OrderPreview(UpstreamRecord):
     limit_price: float | None = None
     stop_price: float | None = None
     tif: TimeInForce
+    position_intent: PositionIntent | None = Field(
+        default=None, description="The position intent the order stated (open or close), null when none."
+    )
+    broker_action_code: str | None = Field(
+        default=None, description="The action code the broker echoed back for this order, verbatim."
+    )
+    broker_action_desc: str | None = Field(
+        default=None,
+        description="What the broker says it understood the action to be, verbatim (e.g. 'Buy Call', 'Sell Short'); "
+        "checked against the request before the preview can be placed.",
+    )
     quote: QuoteAtPreview | None = None
     est_commission: float
     est_fees: float = 0.0
@@ -306,21 +328,32 @@ class OrderLegDetail(Record):
     """One leg of a multi-leg order in a status record."""
 
     symbol: str
-    action: str
+    action: str = Field(description="BO, SO, BC, SC, or buy / sell when the broker's answer does not say the intent.")
     qty: float
+    position_intent: PositionIntent | None = None
+    broker_action_code: str | None = Field(default=None, description="The broker's own code for the leg.")
 
 
 class OrderBaseDetail(Record):
     """What was ordered."""
 
     symbol: str
-    action: str
+    action: str = Field(description="The public action code (see the order actions table in the API guide).")
     action_desc: str
     qty: float
     price_type: PriceType
     limit_price: float | None = None
     stop_price: float | None = None
     tif: TimeInForce
+    position_intent: PositionIntent | None = Field(
+        default=None, description="open or close when the order (or the broker's words) says so."
+    )
+    broker_action_code: str | None = Field(default=None, description="The broker's own action code, verbatim.")
+    action_unrecognized: bool = Field(
+        default=False,
+        description="True when the broker's action code is not in the action table: `action` is then the broker's "
+        "code itself and `action_desc` the broker's words.",
+    )
     security_type: str = Field(description="EQUITY, OPTION or MULTI_LEG.")
     entry_time: str = Field(description="ISO 8601 time the order was placed.")
     cond_order_type_code: ConditionalType | None = None

@@ -58,6 +58,13 @@ ERROR_TABLE: dict[type[e.FtdeskError], ErrorSpec] = {
     e.StreamingUnavailable: ErrorSpec(
         "STREAMING_UNAVAILABLE", 503, "The stream cannot be served; the message says which settings are missing."
     ),
+    e.ActionMismatch: ErrorSpec(
+        "ACTION_MISMATCH",
+        502,
+        "The broker's preview answer says it understood another order (side, open/close, short sale, symbol or "
+        "quantity) than the one asked for; nothing was bound, so nothing can be placed from it. `details.asked` and "
+        "`details.understood` show both sides.",
+    ),
     e.BrokerError: ErrorSpec(
         "BROKER_ERROR", 502, "The brokerage returned an error or rejected the order; the message is the brokerage's."
     ),

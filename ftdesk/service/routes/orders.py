@@ -74,7 +74,7 @@ IDEMPOTENCY_HEADER = "Idempotency-Key"
 _IDEMPOTENCY_KEY = re.compile(r"[\x21-\x7e]{1,255}")
 _PATH_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
-_PREVIEW_ERRORS: tuple[type[e.FtdeskError], ...] = (e.NotFound,)
+_PREVIEW_ERRORS: tuple[type[e.FtdeskError], ...] = (e.NotFound, e.ActionMismatch)
 _PLACE_ERRORS: tuple[type[e.FtdeskError], ...] = (
     e.LiveTradingDisabled,
     e.PreviewRequired,
