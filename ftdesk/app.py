@@ -11,7 +11,6 @@ import argparse
 import asyncio
 import gc
 import logging
-import os
 import signal
 import sys
 from collections.abc import Sequence
@@ -350,20 +349,31 @@ def reset_paper(settings: Settings) -> int:
     return 0
 
 
-def _display_missing() -> bool:
-    """Say whether Qt would find no display to open (it aborts the process then, so check first)."""
-    if not sys.platform.startswith("linux"):
-        return False
-    return not any(os.environ.get(name) for name in ("DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM"))
+def gui_unavailable() -> str | None:
+    """Return why Qt could not open the desktop here (it would abort the process), or None when it can."""
+    from ftdesk.gui.platform_probe import probe_gui  # imports no Qt: it decides whether Qt may be loaded
+
+    problem = probe_gui()
+    return None if problem is None else problem.message()
 
 
 def run_tray(settings: Settings, redactor: SecretRedactor) -> int:
-    """Run the tray app and the service on one qasync loop; hand off to a running instance instead if any."""
+    """Run the tray app and the service on one qasync loop; hand off to a running instance instead if any.
+
+    Where Qt cannot open the desktop (no display, or a library its platform plugin needs is missing), say
+    what is missing once (stderr and the log) and serve headless instead of letting Qt abort the process.
+    """
     backend = system_keyring()
     message = asyncio.run(hand_off_to_running_instance(settings, backend))
     if message is not None:
         print(message, flush=True)
         return 0
+    reason = gui_unavailable()
+    if reason is not None:
+        log.warning("%s", reason)  # the log goes to stderr and the log file
+        if not log.isEnabledFor(logging.WARNING):
+            print(f"ftdesk: {reason}", file=sys.stderr, flush=True)
+        return run_headless(settings, redactor)
     from ftdesk.gui.application import run_gui
 
     freeze_imported_objects()
@@ -437,13 +447,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     redactor = settings_redactor(settings)
     configure_logging(settings.log_level, log_dir(settings.data_dir), redactor)
     if not args.headless:
-        if not _display_missing():
-            return run_tray(settings, redactor)
-        print(
-            "ftdesk: no display (DISPLAY and WAYLAND_DISPLAY are unset); serving headless without the tray",
-            file=sys.stderr,
-            flush=True,
-        )
+        return run_tray(settings, redactor)
     return run_headless(settings, redactor)
 
 

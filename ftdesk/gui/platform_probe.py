@@ -1,0 +1,447 @@
+"""Say, before Qt starts, whether it can open the desktop here: when it cannot, Qt aborts the whole process.
+
+Qt (6.x, Linux) takes its platform plugins from ``QT_QPA_PLATFORM`` (a ``;``-separated list) or else tries
+wayland (when ``WAYLAND_DISPLAY`` is set or ``XDG_SESSION_TYPE`` is ``wayland``), then xcb (when ``DISPLAY`` is
+set), then its built-in default, xcb. It uses the first plugin that loads and connects, and when none does it
+prints a hint and calls ``qFatal``, i.e. SIGABRT, before any of our code runs again.
+
+This module makes the same checks in-process and in a few milliseconds, without importing a Qt binding:
+it loads the plugin file with ``dlopen`` as Qt's loader does (lazy binding), so the dynamic loader's error
+names the missing shared library; it connects to the display server's socket with a short timeout; for X it
+then opens a real connection through libxcb, which also checks the authorization (``XAUTHORITY``). On other
+systems than Linux there is nothing to probe. Only positive evidence counts as a problem: whatever this module
+cannot judge (a plugin it does not know, a display syntax it does not parse) is left to Qt.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import importlib.util
+import os
+import platform
+import re
+import socket
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+X_TCP_PORT = 6000
+X_UNIX_DIR = "/tmp/.X11-unix"
+CONNECT_TIMEOUT = 1.0
+_RTLD_LAZY = getattr(os, "RTLD_LAZY", 1)
+_RTLD_LOCAL = getattr(os, "RTLD_LOCAL", 0)
+
+# The package that provides each shared library Qt's xcb and wayland plugins (and the Qt libraries they pull
+# in) load from the system, per distribution family: Debian/Ubuntu (apt), Fedora/RHEL (dnf), Arch (pacman).
+# packaging/linux/install.sh carries the same table (a test keeps the two equal).
+PACKAGES: dict[str, tuple[str, str, str]] = {
+    "libxcb.so.1": ("libxcb1", "libxcb", "libxcb"),
+    "libxcb-cursor.so.0": ("libxcb-cursor0", "xcb-util-cursor", "xcb-util-cursor"),
+    "libxcb-icccm.so.4": ("libxcb-icccm4", "xcb-util-wm", "xcb-util-wm"),
+    "libxcb-keysyms.so.1": ("libxcb-keysyms1", "xcb-util-keysyms", "xcb-util-keysyms"),
+    "libxcb-image.so.0": ("libxcb-image0", "xcb-util-image", "xcb-util-image"),
+    "libxcb-util.so.1": ("libxcb-util1", "xcb-util", "xcb-util"),
+    "libxcb-render-util.so.0": ("libxcb-render-util0", "xcb-util-renderutil", "xcb-util-renderutil"),
+    "libxcb-randr.so.0": ("libxcb-randr0", "libxcb", "libxcb"),
+    "libxcb-render.so.0": ("libxcb-render0", "libxcb", "libxcb"),
+    "libxcb-shape.so.0": ("libxcb-shape0", "libxcb", "libxcb"),
+    "libxcb-shm.so.0": ("libxcb-shm0", "libxcb", "libxcb"),
+    "libxcb-sync.so.1": ("libxcb-sync1", "libxcb", "libxcb"),
+    "libxcb-xfixes.so.0": ("libxcb-xfixes0", "libxcb", "libxcb"),
+    "libxcb-xkb.so.1": ("libxcb-xkb1", "libxcb", "libxcb"),
+    "libxkbcommon.so.0": ("libxkbcommon0", "libxkbcommon", "libxkbcommon"),
+    "libxkbcommon-x11.so.0": ("libxkbcommon-x11-0", "libxkbcommon-x11", "libxkbcommon-x11"),
+    "libX11.so.6": ("libx11-6", "libX11", "libx11"),
+    "libX11-xcb.so.1": ("libx11-xcb1", "libX11-xcb", "libx11"),
+    "libGL.so.1": ("libgl1", "libglvnd-glx", "libglvnd"),
+    "libEGL.so.1": ("libegl1", "libglvnd-egl", "libglvnd"),
+    "libfontconfig.so.1": ("libfontconfig1", "fontconfig", "fontconfig"),
+    "libfreetype.so.6": ("libfreetype6", "freetype", "freetype2"),
+    "libglib-2.0.so.0": ("libglib2.0-0", "glib2", "glib2"),
+    "libgthread-2.0.so.0": ("libglib2.0-0", "glib2", "glib2"),
+    "libdbus-1.so.3": ("libdbus-1-3", "dbus-libs", "dbus"),
+    "libwayland-client.so.0": ("libwayland-client0", "libwayland-client", "wayland"),
+    "libwayland-cursor.so.0": ("libwayland-cursor0", "libwayland-cursor", "wayland"),
+}
+FAMILIES = ("debian", "fedora", "arch")
+_INSTALL_COMMANDS = {"debian": "sudo apt install", "fedora": "sudo dnf install", "arch": "sudo pacman -S"}
+_FAMILY_NAMES = {"debian": "Debian/Ubuntu", "fedora": "Fedora", "arch": "Arch"}
+_FAMILY_IDS = {
+    "debian": {"debian", "ubuntu", "linuxmint", "pop", "elementary", "raspbian", "kali", "neon"},
+    "fedora": {"fedora", "rhel", "centos", "rocky", "almalinux", "nobara"},
+    "arch": {"arch", "manjaro", "endeavouros", "cachyos", "garuda"},
+}
+
+# The system libraries each plugin needs (its own and those of the Qt libraries it loads; glibc and
+# libstdc++ left out): when the plugin does not load, each is looked up so one message names them all.
+_SYSTEM_LIBRARIES = {
+    "xcb": [name for name in PACKAGES if not name.startswith("libwayland")],
+    "wayland": [
+        "libwayland-client.so.0",
+        "libwayland-cursor.so.0",
+        "libxkbcommon.so.0",
+        "libGL.so.1",
+        "libEGL.so.1",
+        "libX11.so.6",
+        "libfontconfig.so.1",
+        "libfreetype.so.6",
+        "libglib-2.0.so.0",
+        "libgthread-2.0.so.0",
+        "libdbus-1.so.3",
+    ],
+}
+# The platform plugins Qt ships, by the file that holds each (Qt 6.x; wayland's older builds split it).
+_PLUGIN_FILES = {
+    "xcb": ("libqxcb.so",),
+    "wayland": ("libqwayland.so", "libqwayland-generic.so"),
+    "wayland-egl": ("libqwayland.so", "libqwayland-egl.so"),
+    "wayland-brcm": ("libqwayland.so", "libqwayland-brcm.so"),
+    "offscreen": ("libqoffscreen.so",),
+    "minimal": ("libqminimal.so",),
+    "minimalegl": ("libqminimalegl.so",),
+    "eglfs": ("libqeglfs.so",),
+    "linuxfb": ("libqlinuxfb.so",),
+    "vnc": ("libqvnc.so",),
+    "vkkhrdisplay": ("libqvkkhrdisplay.so",),
+}
+# What Qt bundles itself (PySide6's Qt/lib): missing one of these means a broken install, not a missing package.
+_BUNDLED = re.compile(r"^lib(Qt6|icu|pyside6|shiboken6)")
+_MISSING_LIBRARY = re.compile(r"^([^:\s]+\.so[.\d]*): cannot open shared object file")
+
+
+class LibraryLoader:
+    """Loads shared libraries as Qt's plugin loader does."""
+
+    def load(self, path: str) -> str | None:
+        """Load path (a file or a soname) with lazy binding; return None, or the dynamic loader's error."""
+        libc = ctypes.CDLL(None)
+        dlopen, dlerror, dlclose = libc.dlopen, libc.dlerror, libc.dlclose
+        dlopen.restype, dlopen.argtypes = ctypes.c_void_p, [ctypes.c_char_p, ctypes.c_int]
+        dlerror.restype, dlerror.argtypes = ctypes.c_char_p, []
+        dlclose.restype, dlclose.argtypes = ctypes.c_int, [ctypes.c_void_p]
+        # ctypes.CDLL always binds every symbol now (RTLD_NOW); Qt's loader binds lazily, so call dlopen itself
+        # to judge the plugin by the same rule.
+        handle = dlopen(os.fsencode(path), _RTLD_LAZY | _RTLD_LOCAL)
+        if not handle:
+            error = dlerror()
+            return error.decode(errors="replace") if error else f"{path}: could not be loaded"
+        # Loaded libraries stay: Qt loads the same files next, so keeping them costs nothing.
+        return None
+
+
+def _default_os_release() -> Mapping[str, str]:
+    try:
+        return platform.freedesktop_os_release()
+    except OSError:
+        return {}
+
+
+@dataclass(frozen=True)
+class Problem:
+    """Why Qt cannot open the desktop with one platform plugin."""
+
+    platform: str
+    reason: str
+    missing: tuple[str, ...] = ()  # sonames of the shared libraries the plugin needs and the system lacks
+    no_display: bool = False
+
+
+@dataclass(frozen=True)
+class GuiUnavailable:
+    """Why the tray cannot start here, and what would fix it."""
+
+    problems: tuple[Problem, ...]
+    fix: str = ""
+
+    @property
+    def no_display(self) -> bool:
+        """Say whether every platform failed for want of a display (nothing to install)."""
+        return all(problem.no_display for problem in self.problems)
+
+    @property
+    def missing(self) -> tuple[str, ...]:
+        """Return the sonames of every missing shared library, in the order found, once each."""
+        return tuple(dict.fromkeys(name for problem in self.problems for name in problem.missing))
+
+    def message(self) -> str:
+        """Return the one line that says what is missing, how to fix it, and that ftdesk serves headless."""
+        if len(self.problems) == 1:
+            what = self.problems[0].reason
+        else:
+            what = "; ".join(f"{problem.platform}: {problem.reason}" for problem in self.problems)
+        fix = f" To fix it: {self.fix}." if self.fix else ""
+        return f"the tray cannot start: {what}.{fix} Serving the API headless without the tray, as --headless does"
+
+
+def os_family(os_release: Mapping[str, str]) -> str | None:
+    """Return the distribution family (debian, fedora, arch) of an os-release mapping, or None."""
+    ids = {os_release.get("ID", "").lower(), *os_release.get("ID_LIKE", "").lower().split()}
+    for family in FAMILIES:
+        if ids & _FAMILY_IDS[family]:
+            return family
+    return None
+
+
+def install_hint(missing: Sequence[str], os_release: Mapping[str, str]) -> str:
+    """Return how to install the packages that provide the missing libraries on this distribution."""
+    bundled = [name for name in missing if _BUNDLED.match(name)]
+    known = [name for name in missing if name in PACKAGES]
+    unknown = [name for name in missing if name not in PACKAGES and name not in bundled]
+    hints: list[str] = []
+    if known:
+        family = os_family(os_release)
+        families = [family] if family else list(FAMILIES)
+        commands = []
+        for fam in families:
+            index = FAMILIES.index(fam)
+            packages = " ".join(dict.fromkeys(PACKAGES[name][index] for name in known))
+            command = f"{_INSTALL_COMMANDS[fam]} {packages}"
+            commands.append(command if family else f"{_FAMILY_NAMES[fam]}: {command}")
+        hints.append("; ".join(commands) if family else "install the packages (" + "; ".join(commands) + ")")
+    if unknown:
+        hints.append(f"install the package that provides {', '.join(unknown)}")
+    if bundled:
+        hints.append(f"reinstall ftdesk (its own Qt is incomplete: {', '.join(bundled)} is missing)")
+    return "; and ".join(hints)
+
+
+def qt_platforms(environ: Mapping[str, str]) -> list[str]:
+    """Return the platform plugins Qt will try, in its order (Qt 6.x on Linux)."""
+    chosen = environ.get("QT_QPA_PLATFORM", "")
+    if chosen:
+        names = [entry.split(":", 1)[0].strip().lower() for entry in chosen.split(";")]
+        return [name for name in names if name]
+    order: list[str] = []
+    if "DISPLAY" in environ:
+        order.append("xcb")
+    if "WAYLAND_DISPLAY" in environ or environ.get("XDG_SESSION_TYPE") == "wayland":
+        order.insert(0, "wayland")
+    if "xcb" not in order:
+        order.append("xcb")  # the default of PySide6's Qt on Linux
+    return order
+
+
+def platform_plugin_dirs(environ: Mapping[str, str], pyside_dir: Path | None) -> list[Path]:
+    """Return the folders Qt looks in for platform plugins, first match first."""
+    dirs: list[Path] = []
+    if environ.get("QT_QPA_PLATFORM_PLUGIN_PATH"):
+        dirs.append(Path(environ["QT_QPA_PLATFORM_PLUGIN_PATH"]))
+    if pyside_dir is not None:
+        dirs.append(pyside_dir / "Qt" / "plugins" / "platforms")
+    for entry in environ.get("QT_PLUGIN_PATH", "").split(os.pathsep):
+        if entry:
+            dirs.append(Path(entry) / "platforms")
+    return list(dict.fromkeys(dirs))
+
+
+def find_pyside6() -> Path | None:
+    """Return PySide6's package folder (also inside a frozen bundle) without importing it."""
+    try:
+        spec = importlib.util.find_spec("PySide6")
+    except (ImportError, ValueError):
+        spec = None
+    if spec is not None and spec.submodule_search_locations:
+        return Path(next(iter(spec.submodule_search_locations)))
+    bundle = getattr(sys, "_MEIPASS", None)  # PyInstaller: PySide6/ sits in the bundle's _internal folder
+    if bundle and (Path(bundle) / "PySide6").is_dir():
+        return Path(bundle) / "PySide6"
+    return None
+
+
+@dataclass(frozen=True)
+class XDisplay:
+    """Where an X ``DISPLAY`` value points: a unix socket or a TCP port on a host."""
+
+    host: str
+    number: int
+    protocol: str = ""
+    path: str = ""  # a socket path given directly (DISPLAY=/path/to/socket:0)
+
+    @property
+    def unix(self) -> bool:
+        """Say whether the display is reached over a local socket (as libxcb decides)."""
+        return bool(self.path) or self.protocol == "unix" or self.host in ("", "unix")
+
+    def addresses(self) -> list[tuple[int, str | tuple[str, int]]]:
+        """Return the (address family, address) pairs libxcb tries, in its order."""
+        if self.path:
+            return [(socket.AF_UNIX, self.path)]
+        port = X_TCP_PORT + self.number
+        if not self.unix:
+            return [(socket.AF_UNSPEC, (self.host, port))]
+        file = f"{X_UNIX_DIR}/X{self.number}"
+        found: list[tuple[int, str | tuple[str, int]]] = []
+        if sys.platform.startswith("linux"):
+            found.append((socket.AF_UNIX, "\0" + file))  # the abstract socket Xorg and Xwayland also listen on
+        found.append((socket.AF_UNIX, file))
+        if not self.protocol and not self.host:
+            found.append((socket.AF_UNSPEC, ("localhost", port)))  # libxcb falls back to TCP for ":n"
+        return found
+
+    def describe(self) -> str:
+        """Return where the display was looked for, for the message."""
+        if self.path:
+            return self.path
+        if self.unix:
+            return f"{X_UNIX_DIR}/X{self.number}"
+        return f"{self.host} port {X_TCP_PORT + self.number}"
+
+
+def parse_x_display(value: str) -> XDisplay:
+    """Parse a DISPLAY value ([protocol/][host]:number[.screen]) as libxcb does; raise ValueError if invalid."""
+    if value.startswith("/"):  # a socket path, optionally followed by :display.screen
+        path, _, number = value.rpartition(":")
+        if path and number.split(".")[0].isdigit():
+            return XDisplay(host="", number=int(number.split(".")[0]), path=path)
+        return XDisplay(host="", number=0, path=value)
+    protocol, slash, rest = value.rpartition("/")
+    if not slash:
+        protocol, rest = "", value
+    host, colon, display = rest.rpartition(":")
+    if not colon or host.endswith(":"):  # no display number, or DECnet (host::n), which nobody runs
+        raise ValueError(f"{value!r} is not an X display name")
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    number = display.split(".")[0]
+    if not number.isdigit():
+        raise ValueError(f"{value!r} is not an X display name")
+    return XDisplay(host=host, number=int(number), protocol=protocol.lower())
+
+
+def can_connect(family: int, address: str | tuple[str, int], timeout: float) -> bool:
+    """Say whether something accepts a stream connection at address within timeout seconds."""
+    if family == socket.AF_UNIX:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+            sock.settimeout(timeout)
+            try:
+                sock.connect(address)
+            except OSError:
+                return False
+            return True
+    assert isinstance(address, tuple)
+    try:
+        socket.create_connection(address, timeout=timeout).close()
+    except OSError:
+        return False
+    return True
+
+
+def x_connection_error(display: str) -> int:
+    """Open and close an X connection through libxcb (as Qt does); return its error code, 0 when it worked."""
+    libxcb = ctypes.CDLL("libxcb.so.1")
+    libxcb.xcb_connect.restype, libxcb.xcb_connect.argtypes = ctypes.c_void_p, [ctypes.c_char_p, ctypes.c_void_p]
+    libxcb.xcb_connection_has_error.restype = ctypes.c_int
+    libxcb.xcb_connection_has_error.argtypes = [ctypes.c_void_p]
+    libxcb.xcb_disconnect.restype, libxcb.xcb_disconnect.argtypes = None, [ctypes.c_void_p]
+    connection = libxcb.xcb_connect(display.encode(), None)
+    try:
+        return int(libxcb.xcb_connection_has_error(connection))
+    finally:
+        libxcb.xcb_disconnect(connection)  # safe on a failed connection too (it is an error object)
+
+
+@dataclass
+class PlatformProbe:
+    """The checks, with what they read from the system injectable (the defaults read the real one)."""
+
+    environ: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
+    system: str = sys.platform
+    pyside_dir: Path | None = None
+    loader: LibraryLoader = field(default_factory=LibraryLoader)
+    os_release: Callable[[], Mapping[str, str]] = _default_os_release
+    connect: Callable[[int, str | tuple[str, int], float], bool] = can_connect
+    x_error: Callable[[str], int] = x_connection_error
+    timeout: float = CONNECT_TIMEOUT
+
+    def run(self) -> GuiUnavailable | None:
+        """Return why Qt could not open the desktop, or None when it can (or when this cannot tell)."""
+        if not self.system.startswith("linux"):
+            return None  # Windows and macOS always have their one platform plugin and a desktop to show it on
+        problems: list[Problem] = []
+        for name in qt_platforms(self.environ):
+            problem = self._check(name)
+            if problem is None:
+                return None
+            problems.append(problem)
+        missing = tuple(dict.fromkeys(name for problem in problems for name in problem.missing))
+        fix = install_hint(missing, self.os_release()) if missing else ""
+        return GuiUnavailable(tuple(problems), fix)
+
+    def _check(self, name: str) -> Problem | None:
+        if name == "xcb" and not self.environ.get("DISPLAY"):
+            # Qt tries xcb last by default: with no display to show it on, its libraries do not matter.
+            unset = "DISPLAY is unset" if "WAYLAND_DISPLAY" in self.environ else "DISPLAY and WAYLAND_DISPLAY are unset"
+            return Problem(name, f"no display ({unset})", no_display=True)
+        if name.startswith("wayland"):
+            problem = self._wayland_display(name)
+            if problem is not None:
+                return problem
+        problem = self._load_plugin(name)
+        if problem is not None or name != "xcb":
+            return problem
+        return self._x_display(name)
+
+    def _load_plugin(self, name: str) -> Problem | None:
+        pyside_dir = self.pyside_dir if self.pyside_dir is not None else find_pyside6()
+        if pyside_dir is None:
+            return Problem(name, "PySide6 (Qt for Python) is not installed")
+        files = _PLUGIN_FILES.get(name)
+        if files is None:
+            return None  # a plugin this probe does not know: Qt finds it by its metadata, not its file name
+        dirs = platform_plugin_dirs(self.environ, pyside_dir)
+        plugin = next((d / f for d in dirs for f in files if (d / f).is_file()), None)
+        if plugin is None:
+            return Problem(name, f"Qt's {name} platform plugin is not in {', '.join(str(d) for d in dirs)}")
+        error = self.loader.load(str(plugin))
+        if error is None:
+            return None
+        first = _MISSING_LIBRARY.match(error)
+        named = [first.group(1)] if first else []
+        # The loader stops at the first missing library: look the others up too, so one install fixes all.
+        others = [lib for lib in _SYSTEM_LIBRARIES.get(name.split("-")[0], []) if self.loader.load(lib) is not None]
+        missing = tuple(dict.fromkeys([*named, *others]))
+        if not missing:
+            return Problem(name, f"Qt's {name} platform plugin does not load ({error})")
+        libraries = ", ".join(missing)
+        return Problem(name, f"Qt's {name} platform plugin needs {libraries}, missing on this system", missing)
+
+    def _wayland_display(self, name: str) -> Problem | None:
+        if self.environ.get("WAYLAND_SOCKET"):
+            return None  # a connected socket handed over by the compositor: nothing to look for
+        display = self.environ.get("WAYLAND_DISPLAY") or "wayland-0"
+        if not display.startswith("/"):
+            runtime = self.environ.get("XDG_RUNTIME_DIR")
+            if not runtime:
+                reason = f"no display (WAYLAND_DISPLAY={display} but XDG_RUNTIME_DIR is unset)"
+                return Problem(name, reason, no_display=True)
+            display = f"{runtime}/{display}"
+        if self.connect(socket.AF_UNIX, display, self.timeout):
+            return None
+        return Problem(name, f"no display (no Wayland compositor answers at {display})", no_display=True)
+
+    def _x_display(self, name: str) -> Problem | None:
+        value = self.environ["DISPLAY"]
+        try:
+            display = parse_x_display(value)
+        except ValueError:
+            return None  # leave a syntax this probe does not know to libxcb
+        if not any(self.connect(family, address, self.timeout) for family, address in display.addresses()):
+            # ssh -X forwards displays from :10 up on localhost TCP; one left set after the session ended is common.
+            forwarded = display.host == "localhost" and display.number >= 10
+            hint = ": an SSH session's X forwarding that has ended?" if forwarded else ""
+            reason = f"no display (nothing answers at DISPLAY={value}, {display.describe()}{hint})"
+            return Problem(name, reason, no_display=True)
+        try:
+            error = self.x_error(value)
+        except OSError:
+            return None  # libxcb itself missing was reported above; nothing more to learn here
+        if error:
+            reason = f"the X server at DISPLAY={value} refused the connection (check XAUTHORITY; error {error})"
+            return Problem(name, reason, no_display=True)
+        return None
+
+
+def probe_gui(environ: Mapping[str, str] | None = None) -> GuiUnavailable | None:
+    """Return why Qt could not open the desktop here, or None when the tray can start."""
+    return PlatformProbe(environ=dict(os.environ if environ is None else environ)).run()
