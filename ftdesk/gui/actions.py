@@ -6,6 +6,8 @@ and at most one of each kind is open: asking again brings the open one to the fr
 
 from __future__ import annotations
 
+import asyncio
+import logging
 from typing import Generic, TypeVar
 
 from PySide6.QtCore import QObject, Signal
@@ -13,9 +15,13 @@ from PySide6.QtWidgets import QDialog
 
 from ftdesk.autostart import LoginItem
 from ftdesk.gui.bridge import ServiceBridge
+from ftdesk.gui.first_run import record_welcome_shown
 from ftdesk.gui.live_confirm import LiveTradingConfirmDialog
 from ftdesk.gui.login_dialog import LoginDialog
 from ftdesk.gui.settings_dialog import SettingsDialog
+from ftdesk.gui.welcome import WelcomeDialog
+
+log = logging.getLogger(__name__)
 
 D = TypeVar("D", bound=QDialog)
 
@@ -74,6 +80,7 @@ class UserActions(QObject):
         self._login: _DialogSlot[LoginDialog] = _DialogSlot()
         self._settings: _DialogSlot[SettingsDialog] = _DialogSlot()
         self._live: _DialogSlot[LiveTradingConfirmDialog] = _DialogSlot()
+        self._welcome: _DialogSlot[WelcomeDialog] = _DialogSlot()
 
     @property
     def login_dialog(self) -> LoginDialog | None:
@@ -89,6 +96,11 @@ class UserActions(QObject):
     def live_dialog(self) -> LiveTradingConfirmDialog | None:
         """Return the open live-trading confirmation, if any."""
         return self._live.dialog
+
+    @property
+    def welcome_dialog(self) -> WelcomeDialog | None:
+        """Return the open welcome window, if any."""
+        return self._welcome.dialog
 
     # --- session ------------------------------------------------------------------------------------
 
@@ -128,6 +140,62 @@ class UserActions(QObject):
         settings = await self._bridge.current_settings()
         if self._settings.dialog is None:  # not opened by a second click while the file was read
             _to_front(self._settings.hold(SettingsDialog(settings, self._bridge, login_item=self._login_item)))
+
+    # --- getting started ----------------------------------------------------------------------------
+
+    def show_welcome(self) -> None:
+        """Open the welcome window (or bring it to the front) and remember, in the data dir, that it was shown."""
+        if self._welcome.to_front():
+            return
+        locked = self._bridge.settings.locked_by_env("broker")
+        welcome = self._welcome.hold(WelcomeDialog(self._bridge, broker_locked=locked))
+        welcome.fidelity_requested.connect(self.use_fidelity)
+        _to_front(welcome)
+        self._bridge.spawn(self._record_welcome_shown())
+
+    async def _record_welcome_shown(self) -> None:
+        data_dir = self._bridge.settings.data_dir
+        try:
+            await asyncio.to_thread(record_welcome_shown, data_dir)
+        except OSError as exc:  # a read-only data dir must not stop the app; the welcome returns next time
+            log.warning("Could not record that the welcome window was shown in %s: %s", data_dir, exc.strerror)
+
+    def use_fidelity(self) -> None:
+        """Switch the broker to Fidelity (saved setting, service restart), then open the login dialog."""
+        welcome = self._welcome.dialog
+        if welcome is not None:
+            welcome.set_busy("Switching to Fidelity: saving the setting and restarting the service…")
+        self._bridge.spawn(self._use_fidelity())
+
+    async def _use_fidelity(self) -> None:
+        error = await self._switch_to_fidelity()
+        welcome = self._welcome.dialog  # the trader may have closed it meanwhile
+        if error:
+            if welcome is not None:
+                welcome.show_error(error)
+            else:
+                self._bridge.notify.emit("Not switched to Fidelity", error)
+            return
+        if welcome is not None:
+            welcome.accept()
+        self.log_in()
+
+    async def _switch_to_fidelity(self) -> str | None:
+        """Make Fidelity the broker the service runs; return why not, or None once it does."""
+        if self._bridge.status.broker == "fidelity":
+            return None
+        outcome = await self._bridge.save_settings({"broker": "fidelity"})
+        if outcome.errors:
+            return f"Could not switch to Fidelity: {outcome.errors.get('broker', 'the settings were refused')}"
+        if outcome.needs_restart:
+            try:
+                await self._bridge.restart_service()
+            except Exception:
+                log.exception("Restarting the service on Fidelity failed")
+                return "Fidelity is saved as the broker, but the service could not restart; details are in the log"
+        if self._bridge.status.broker != "fidelity":  # the restart fell back to the previous settings
+            return "ftdesk could not start on Fidelity and carries on with paper; details are in the log"
+        return None
 
     # --- the rest of the menu -----------------------------------------------------------------------
 

@@ -25,6 +25,7 @@ from ftdesk.config import ConfigError, Settings
 from ftdesk.gui.actions import UserActions
 from ftdesk.gui.bridge import POLL_INTERVAL_MS, RuntimeFactory, ServiceBridge
 from ftdesk.gui.event_loop import DesktopEventLoop
+from ftdesk.gui.first_run import is_first_start
 from ftdesk.gui.icons import IconSet
 from ftdesk.gui.notifications import Notifier
 from ftdesk.gui.status_window import StatusWindow
@@ -104,19 +105,29 @@ class DesktopApp:
         self.tray = TrayIcon(self.bridge, self.actions, self.icons) if self.has_tray else None
 
     async def start(self) -> None:
-        """Start the service, then show the tray icon, or the window where there is no tray."""
+        """Start the service, then show the tray icon, or the window where there is no tray; welcome a new trader."""
+        # Before the service starts: starting it creates the order journal, one of the traces of an earlier run.
+        first_start = await asyncio.to_thread(is_first_start, self.bridge.settings.data_dir)
         await self.bridge.start()
         if self.tray is not None:
             self.tray.show()
             self.notifier.attach_tray(self.tray.icon)
         else:
             self.window.bring_to_front()
+        if first_start:
+            self.actions.show_welcome()
 
     async def shutdown(self) -> None:
         """Close the windows and stop the service; the one shutdown path of Quit, SIGINT and SIGTERM."""
         log.info("Shutting down")
         self.notifier.attach_tray(None)
-        for dialog in (self.actions.login_dialog, self.actions.settings_dialog, self.actions.live_dialog):
+        dialogs = (
+            self.actions.login_dialog,
+            self.actions.settings_dialog,
+            self.actions.live_dialog,
+            self.actions.welcome_dialog,
+        )
+        for dialog in dialogs:
             if dialog is not None:
                 dialog.reject()
         if self.tray is not None:

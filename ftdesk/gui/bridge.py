@@ -181,6 +181,11 @@ class ServiceBridge(QObject):
         return self._runtime
 
     @property
+    def settings(self) -> Settings:
+        """Return the settings the service runs with (or last ran with)."""
+        return self._settings
+
+    @property
     def status(self) -> AppStatus:
         """Return the last status (computing it if none was emitted yet)."""
         return self._status or self._compute_status()
@@ -517,6 +522,14 @@ class ServiceBridge(QObject):
             return
         QGuiApplication.clipboard().setText(context.api_key)
         self.notify.emit("API key copied", "Paste it into your script's Authorization: Bearer header")
+
+    def copy_with_api_key(self, template: str, placeholder: str, what: str) -> None:
+        """Put a text on the clipboard with the API key in place of the placeholder (the key is never shown)."""
+        context = self.runtime.context
+        if context is None:
+            return
+        QGuiApplication.clipboard().setText(template.replace(placeholder, context.api_key))
+        self.notify.emit(f"{what} copied", "Paste and run it; it holds your API key, so keep it to yourself")
 
     def open_docs(self) -> None:
         """Open the API documentation page in the browser."""

@@ -1,4 +1,4 @@
-"""The tray's four looks and the app icon, loaded from resources/icons/ with every rendered size."""
+"""The tray's five looks and the app icon, loaded from resources/icons/ with every rendered size."""
 
 from __future__ import annotations
 
@@ -17,10 +17,11 @@ APP_SIZES: tuple[int, ...] = (16, 22, 24, 32, 48, 64, 128, 256, 512)
 class TrayLook(StrEnum):
     """What the tray icon says at a glance; the value names the artwork (tray-<value>.svg)."""
 
-    LOGGED_OUT = "logged-out"
-    DRY_RUN = "dry-run"
-    LIVE = "live"
-    ERROR = "error"
+    LOGGED_OUT = "logged-out"  # grey thin ring
+    PAPER = "paper"  # logged in on the paper broker: green sheet with a folded corner
+    DRY_RUN = "dry-run"  # logged in on Fidelity, live trading off: blue dashed ring
+    LIVE = "live"  # logged in on Fidelity, LIVE trading: solid red disc
+    ERROR = "error"  # upstream trouble (expired session, stream reconnecting, service down): amber "!" badge
 
 
 class IconSet:

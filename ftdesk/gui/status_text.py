@@ -11,11 +11,13 @@ from ftdesk.streaming.models import HubState
 
 
 def tray_look(status: AppStatus) -> TrayLook:
-    """Return the icon that tells the state at a glance (an error outranks the trading mode)."""
+    """Return the icon that tells the state at a glance (trouble outranks the broker and the trading mode)."""
     if not status.running or status.session is SessionState.EXPIRED or status.upstream_error:
         return TrayLook.ERROR
     if status.session is SessionState.LOGGED_OUT:
         return TrayLook.LOGGED_OUT
+    if status.broker == "paper":  # simulated money: one look whether or not the switch lets places through
+        return TrayLook.PAPER
     return TrayLook.LIVE if status.live else TrayLook.DRY_RUN
 
 

@@ -118,8 +118,10 @@ class StatusWindow(QWidget):
         layout.addLayout(buttons)
         layout.addWidget(journal_box, 2)
         layout.addWidget(messages_box, 1)
+        self.welcome_button = self._button("Getting started…", actions.show_welcome)
         footer = QHBoxLayout()
-        footer.addWidget(note)
+        footer.addWidget(note, 1)
+        footer.addWidget(self.welcome_button)
         layout.addLayout(footer)
 
         self._journal_timer = QTimer(self)
@@ -145,7 +147,13 @@ class StatusWindow(QWidget):
         self.api_label.setText(f"API: {status.api_url}   Docs: {status.docs_url}")
         self.login_button.setVisible(status.session is not SessionState.LOGGED_IN)
         self.logout_button.setVisible(status.session is not SessionState.LOGGED_OUT)
-        for widget in (self.login_button, self.logout_button, self.live_check, self.copy_key_button):
+        for widget in (
+            self.login_button,
+            self.logout_button,
+            self.live_check,
+            self.copy_key_button,
+            self.welcome_button,
+        ):
             widget.setEnabled(status.running)
         self.live_check.setChecked(status.live)
 

@@ -2,7 +2,7 @@
 
 Menu (issue 6): status lines (session, broker, mode, streaming, clients; disabled items), Log in... /
 Log out, Live trading (checkable; switching on asks first), Settings..., Status window..., Copy API key,
-Open API docs, Open log folder, Quit.
+Open API docs, Open log folder, Getting started... (the welcome window, issue 14), Quit.
 """
 
 from __future__ import annotations
@@ -47,6 +47,7 @@ class TrayIcon(QObject):
         self.copy_key_action = self._action("Copy API key", actions.copy_api_key)
         self.docs_action = self._action("Open API docs", actions.open_docs)
         self.logs_action = self._action("Open log folder", actions.open_log_folder)
+        self.welcome_action = self._action("Getting started…", actions.show_welcome)
         self.menu.addSeparator()
         self.quit_action = self._action("Quit", actions.quit)
         self.icon.setContextMenu(self.menu)
@@ -81,7 +82,13 @@ class TrayIcon(QObject):
             action.setText(line)
         self.login_action.setVisible(status.session is not SessionState.LOGGED_IN)
         self.logout_action.setVisible(status.session is not SessionState.LOGGED_OUT)
-        for action in (self.login_action, self.logout_action, self.live_action, self.copy_key_action):
+        for action in (
+            self.login_action,
+            self.logout_action,
+            self.live_action,
+            self.copy_key_action,
+            self.welcome_action,
+        ):
             action.setEnabled(status.running)
         self.live_action.setChecked(status.live)
 

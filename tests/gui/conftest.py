@@ -80,6 +80,21 @@ async def make_desktop(tmp_path, memory_keyring):
 
 
 @pytest.fixture
+async def fidelity_upstream():
+    """Run the fake Fidelity upstream (login, accounts and the MDDS quote socket) on loopback ports."""
+    from tests.fakes.fidelity_server import FakeFidelity
+    from tests.fakes.mdds_server import FakeMdds
+
+    mdds = FakeMdds()
+    fidelity = FakeFidelity(mdds=mdds)
+    await mdds.start()
+    await fidelity.start()
+    yield fidelity
+    await fidelity.close()
+    await mdds.close()
+
+
+@pytest.fixture
 def opened_urls():
     """Record the URLs the app asks the desktop to open (browser, file manager) instead of opening them."""
     from tests.gui.desktop_rig import UrlRecorder

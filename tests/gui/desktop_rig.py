@@ -21,6 +21,7 @@ from ftdesk.config import Settings, load_settings
 from ftdesk.domain.clock import Clock
 from ftdesk.gui.application import DesktopApp
 from ftdesk.gui.bridge import ServiceBridge
+from ftdesk.gui.first_run import record_welcome_shown
 from ftdesk.logs import SecretRedactor
 from ftdesk.service.routes.app_window import DesktopWindow
 from tests.conftest import TEST_API_KEY
@@ -82,17 +83,21 @@ class DesktopRig:
         start: bool = True,
         clock: Clock | None = None,
         settings_file: dict[str, Any] | None = None,
+        welcome_seen: bool = True,
         **env: str,
     ) -> Desktop:
         """Build (and start) a desktop app; env holds FTSERVICE_* values (FTSERVICE_API_KEY='' unsets it).
 
         ``settings_file`` is written to settings.json first (a value there can be changed and restarted,
-        unlike one fixed by the environment).
+        unlike one fixed by the environment). ``welcome_seen`` writes the welcome mark first, as on every
+        start after the first; with False the data dir is left as it is (a fresh one: a first start).
         """
+        data_dir = self._tmp_path / "data"
         if settings_file is not None:
-            data_dir = self._tmp_path / "data"
             data_dir.mkdir(parents=True, exist_ok=True)
             (data_dir / "settings.json").write_text(json.dumps(settings_file))
+        if welcome_seen:
+            record_welcome_shown(data_dir)
         environ = {
             "FTSERVICE_DATA_DIR": str(self._tmp_path / "data"),
             "FTSERVICE_PORT": "0",

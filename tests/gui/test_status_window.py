@@ -4,11 +4,9 @@ from __future__ import annotations
 
 from PySide6.QtGui import QGuiApplication
 
-from ftdesk.gui.icons import TrayLook
 from ftdesk.gui.live_confirm import LiveTradingConfirmDialog
 from ftdesk.gui.login_dialog import LoginDialog
 from ftdesk.gui.settings_dialog import SettingsDialog
-from ftdesk.gui.status_text import tray_look
 from ftdesk.gui.status_window import NO_TRAY_NOTE
 from tests.gui.conftest import wait_until
 from tests.gui.desktop_rig import Desktop
@@ -69,7 +67,8 @@ async def test_the_live_box_asks_first_cancel_leaves_it_clear_and_clearing_is_im
     actions.live_dialog.confirm_button.click()  # type: ignore[union-attr]
     assert window.live_check.isChecked() and lines(desktop)[2] == "Mode: LIVE TRADING"
     await log_in(desktop)
-    await wait_until(lambda: tray_look(desktop.bridge.status) is TrayLook.LIVE)
+    await wait_until(lambda: lines(desktop)[0].startswith("Session: logged in"))
+    assert window.live_check.isChecked() and lines(desktop)[2] == "Mode: LIVE TRADING"
     window.live_check.click()
     assert actions.live_dialog is None and not window.live_check.isChecked()
     _status, body = await desktop.call("GET", "/api/v1/health")

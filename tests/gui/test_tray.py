@@ -48,6 +48,7 @@ async def test_the_menu_lists_status_lines_then_the_actions_of_issue_6(make_desk
         "Copy API key",
         "Open API docs",
         "Open log folder",
+        "Getting started…",
         "Quit",
     ]
     tray = desktop.app.tray
@@ -56,16 +57,18 @@ async def test_the_menu_lists_status_lines_then_the_actions_of_issue_6(make_desk
     assert tray.live_action.isCheckable() and not tray.live_action.isChecked()
 
 
-async def test_the_icon_goes_logged_out_dry_run_live_then_error_on_expiry(make_desktop) -> None:
+async def test_on_paper_the_icon_goes_logged_out_then_paper_live_or_not_then_error_on_expiry(make_desktop) -> None:
     clock = ManualClock()
     desktop = await make_desktop(clock=clock, FTSERVICE_PAPER_SESSION_LIFETIME="60", FTSERVICE_AUTO_REAUTH="false")
     tray = desktop.app.tray
     assert tray is not None and tray.look is TrayLook.LOGGED_OUT
     await log_in(desktop)
-    await wait_until(lambda: tray.look is TrayLook.DRY_RUN)
+    await wait_until(lambda: tray.look is TrayLook.PAPER)
+    assert "paper, dry-run" in tray.icon.toolTip()
     desktop.bridge.set_live_trading(True)
-    await wait_until(lambda: tray.look is TrayLook.LIVE)
-    assert "LIVE" in tray.icon.toolTip()
+    # Paper money either way: the look stays paper, and the tooltip and the menu tell the mode.
+    await wait_until(lambda: "paper, LIVE" in tray.icon.toolTip())
+    assert tray.look is TrayLook.PAPER and "Mode: LIVE TRADING" in menu_texts(desktop)
 
     await clock.advance(61)  # the paper session lapses after 60 s; the next broker call finds it gone
     status, body = await desktop.call("GET", "/api/v1/accounts")
@@ -95,7 +98,7 @@ async def test_log_in_opens_the_dialog_and_a_login_there_turns_the_session_on(ma
     dialog.findChild(QLineEdit, "username").setText("trader")
     dialog.findChild(QLineEdit, "password").setText("secret-pass")
     dialog.findChild(QPushButton, "login_button").click()
-    await wait_until(lambda: tray.look is TrayLook.DRY_RUN)
+    await wait_until(lambda: tray.look is TrayLook.PAPER)
     assert "Session: logged in as tr***er" in menu_texts(desktop)
     assert not tray.login_action.isVisible() and tray.logout_action.isVisible()
     await wait_until(lambda: desktop.app.actions.login_dialog is None)
@@ -231,3 +234,27 @@ async def test_the_clients_line_counts_open_streams_by_kind(make_desktop) -> Non
             await wait_until(lambda: "Clients: 2 (1 SSE, 1 WebSocket, 0 event streams)" in menu_texts(desktop))
         # A closed WebSocket is noticed at once (an idle SSE reader only when its next frame is written).
         await wait_until(lambda: "Clients: 1 (1 SSE, 0 WebSocket, 0 event streams)" in menu_texts(desktop))
+
+
+async def test_on_fidelity_the_icon_goes_logged_out_dry_run_live_then_error_when_the_session_dies(
+    make_desktop, fidelity_upstream
+) -> None:
+    desktop = await make_desktop(
+        FTSERVICE_BROKER="fidelity",
+        FTSERVICE_FIDELITY_UPSTREAM=fidelity_upstream.base_url,
+        FTSERVICE_AUTO_REAUTH="false",
+    )
+    tray = desktop.app.tray
+    assert tray is not None and tray.look is TrayLook.LOGGED_OUT
+    await log_in(desktop, password=fidelity_upstream.password)
+    await wait_until(lambda: tray.look is TrayLook.DRY_RUN)
+    assert "fidelity, dry-run" in tray.icon.toolTip()
+    desktop.bridge.set_live_trading(True)
+    await wait_until(lambda: tray.look is TrayLook.LIVE)
+    assert "fidelity, LIVE" in tray.icon.toolTip()
+
+    fidelity_upstream.expire()  # upstream trouble: Fidelity ended the session; auto re-auth is off
+    status, body = await desktop.call("GET", "/api/v1/accounts")
+    assert status == 401 and body["error"]["code"] == "SESSION_EXPIRED"
+    await wait_until(lambda: tray.look is TrayLook.ERROR)
+    assert "Session: expired: log in again" in menu_texts(desktop)

@@ -1,0 +1,40 @@
+"""Whether this is ftdesk's very first start, and the durable mark that the welcome window was shown.
+
+A first start is one whose data dir holds none of: the settings file (the trader saved a setting), the
+order journal (a tray or headless run has served from here before: an install that predates the
+welcome, or a server set up by the environment) and the welcome mark. Settings fixed only by FTSERVICE_*
+variables leave no file behind, so the mark is what keeps the welcome from coming back on every start of
+such a setup. The check runs before the service starts, because starting creates the journal.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ftdesk.config import SETTINGS_FILE_NAME
+from ftdesk.service.keys import write_private_file
+from ftdesk.service.orders_journal import JOURNAL_FILE_NAME
+
+WELCOME_MARK_NAME = "welcome-shown"
+WELCOME_MARK_TEXT = (
+    "ftdesk showed its welcome window for this data dir. Delete this file to see it again at the next start,\n"
+    "or open it any time from the tray menu: Getting started...\n"
+)
+
+
+def welcome_mark(data_dir: Path) -> Path:
+    """Return where the 'welcome shown' mark of a data dir lives."""
+    return data_dir / WELCOME_MARK_NAME
+
+
+def is_first_start(data_dir: Path) -> bool:
+    """Say whether ftdesk starts here for the first time (see the module docstring); call before the service starts."""
+    traces = (SETTINGS_FILE_NAME, JOURNAL_FILE_NAME, WELCOME_MARK_NAME)
+    return not any((data_dir / name).exists() for name in traces)
+
+
+def record_welcome_shown(data_dir: Path) -> None:
+    """Write the welcome mark (mode 0600, atomically) unless it is there already."""
+    mark = welcome_mark(data_dir)
+    if not mark.exists():
+        write_private_file(mark, WELCOME_MARK_TEXT)
