@@ -6,6 +6,7 @@ import configparser
 import struct
 import sys
 from collections import Counter
+from itertools import combinations
 from pathlib import Path
 
 import pytest
@@ -78,11 +79,43 @@ def test_live_is_unmistakably_red_and_filled_while_dry_run_is_calm_blue(icons: I
     assert live_cover > dry_cover + 0.25
 
 
-def test_logged_out_is_grey_and_error_is_amber(icons: IconSet) -> None:
+def test_logged_out_is_grey_paper_green_and_error_amber(icons: IconSet) -> None:
     _, logged_out_saturation, _ = dominant_colour(icons.tray_icon(TrayLook.LOGGED_OUT), 22)
+    paper_hue, _, _ = dominant_colour(icons.tray_icon(TrayLook.PAPER), 22)
     error_hue, _, _ = dominant_colour(icons.tray_icon(TrayLook.ERROR), 22)
     assert logged_out_saturation < 0.15, "logged out should carry no colour"
+    assert 140 <= paper_hue <= 175, f"PAPER hue {paper_hue} is not green"
     assert 25 <= error_hue <= 55, f"ERROR hue {error_hue} is not amber"
+
+
+def greys(icon: QIcon, size: int, background: float) -> list[float]:
+    """Return the luminance (0-1) of each pixel of an icon drawn on a grey level, as colour-blind eyes see shape."""
+    image = icon.pixmap(size, size).toImage().convertToFormat(QImage.Format.Format_ARGB32)
+    values = []
+    for y in range(size):
+        for x in range(size):
+            colour = QColor.fromRgba(image.pixel(x, y))
+            luminance = 0.2126 * colour.redF() + 0.7152 * colour.greenF() + 0.0722 * colour.blueF()
+            values.append(luminance * colour.alphaF() + background * (1 - colour.alphaF()))
+    return values
+
+
+@pytest.mark.parametrize("size", [16, 22])
+@pytest.mark.parametrize("background", [1.0, 0.15], ids=["light-panel", "dark-panel"])
+def test_every_two_looks_differ_without_colour(icons: IconSet, size: int, background: float) -> None:
+    for first, second in combinations(list(TrayLook), 2):
+        a, b = greys(icons.tray_icon(first), size, background), greys(icons.tray_icon(second), size, background)
+        differing = sum(abs(x - y) > 0.25 for x, y in zip(a, b, strict=True)) / len(a)
+        # The closest pair (logged out's thin plain ring, dry run's thick dashed ring) differs in ~8% at 16 px.
+        assert differing >= 0.06, f"{first.value} and {second.value} look alike in grey at {size} px"
+
+
+def test_paper_is_the_only_square_look(icons: IconSet) -> None:
+    def corner_covered(look: TrayLook) -> bool:
+        image = icons.tray_icon(look).pixmap(22, 22).toImage()
+        return QColor.fromRgba(image.pixel(2, 19)).alphaF() > 0.5  # bottom-left corner, outside any circle
+
+    assert [look for look in TrayLook if corner_covered(look)] == [TrayLook.PAPER]
 
 
 @pytest.mark.parametrize(
