@@ -55,7 +55,14 @@ def _not_a_bool(value: Any) -> Any:
     return value
 
 
-Quantity = Annotated[int, Field(gt=0, le=10_000_000), BeforeValidator(_not_a_bool)]
+def _a_json_number(value: Any) -> Any:
+    if isinstance(value, str):
+        raise ValueError("must be a JSON number, not a string")
+    return _not_a_bool(value)
+
+
+# Not strict like the rest of a body (10.0 is a whole number), so strings are refused here instead.
+Quantity = Annotated[int, Field(gt=0, le=10_000_000, strict=False), BeforeValidator(_a_json_number)]
 """A whole, positive number of shares or contracts (10 and 10.0 are accepted, 10.5 is not)."""
 
 MAX_PRICE = 10_000_000.0

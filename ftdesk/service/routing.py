@@ -13,13 +13,14 @@ import types
 import typing
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Generic, Literal, TypeVar
+from typing import Annotated, Any, Generic, Literal, TypeVar
 
 from aiohttp import web
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, BeforeValidator, ConfigDict, ValidationError
 
 from ftdesk.domain import errors as e
 from ftdesk.service.envelope import ok_response
+from ftdesk.service.json_input import parse_json
 
 BodyT = TypeVar("BodyT", bound=BaseModel | None)
 QueryT = TypeVar("QueryT", bound=BaseModel | None)
@@ -28,15 +29,35 @@ EndpointKind = Literal["json", "sse", "websocket"]
 
 
 class QueryModel(BaseModel):
-    """Base of query-parameter models: unknown parameters are an error, so typos never pass silently."""
+    """Base of query-parameter models: unknown parameters are an error, so typos never pass silently.
+
+    Query values are strings by nature: numbers are read from their text; booleans are ``QueryBool``.
+    """
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
 
 class BodyModel(BaseModel):
-    """Base of request-body models: unknown fields are an error."""
+    """Base of request-body models: unknown fields are an error, and JSON types are taken as they are.
 
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    Strict, and validated from JSON (``validate_json``): a number must be a JSON number (``"10"`` is refused),
+    a boolean ``true`` or ``false`` (``0`` is refused), while enums and dates are read from their JSON strings.
+    """
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, strict=True)
+
+
+def _true_or_false(value: Any) -> Any:
+    if isinstance(value, str):
+        lowered = value.strip().lower()
+        if lowered not in ("true", "false"):
+            raise ValueError("must be true or false")
+        return lowered == "true"
+    return value
+
+
+QueryBool = Annotated[bool, BeforeValidator(_true_or_false)]
+"""A boolean query parameter: ``true`` or ``false`` (any case), nothing else (not 0/1, yes/no, on/off)."""
 
 
 @dataclass
@@ -176,18 +197,34 @@ def _validation_details(exc: ValidationError, location: str) -> list[dict[str, A
     return details
 
 
+def _failed(exc: ValidationError, location: str) -> e.ValidationFailed:
+    details = _validation_details(exc, location)
+    fields = ", ".join(sorted({d["field"] for d in details}))
+    return e.ValidationFailed(f"Invalid {location}: {fields}", details=details)
+
+
 def validate_model(model: type[BaseModel], data: Any, location: str) -> BaseModel:
-    """Validate data into a model; raise ``ValidationFailed`` whose details name each bad field."""
+    """Validate Python data (query or path values) into a model; raise ``ValidationFailed`` naming each bad field."""
     try:
         return model.model_validate(data)
     except ValidationError as exc:
-        details = _validation_details(exc, location)
-        fields = ", ".join(sorted({d["field"] for d in details}))
-        raise e.ValidationFailed(f"Invalid {location}: {fields}", details=details) from None
+        raise _failed(exc, location) from None
+
+
+def validate_json(model: type[BaseModel], document: Any, location: str) -> BaseModel:
+    """Validate a parsed JSON document (from ``parse_json``) in pydantic's JSON mode, where JSON types count.
+
+    JSON mode reads enums and dates from strings, so a strict model refuses only what a JSON type cannot be:
+    a string where a number or boolean belongs, a number where a boolean or string belongs.
+    """
+    try:
+        return model.model_validate_json(json.dumps(document, allow_nan=False))
+    except ValidationError as exc:
+        raise _failed(exc, location) from None
 
 
 async def read_json_body(request: web.Request) -> Any:
-    """Read the request body as JSON; raise ``MalformedRequest`` when it is not."""
+    """Read the request body as JSON within the input limits; raise ``MalformedRequest`` when it is not JSON."""
     raw = await request.read()
     if not raw.strip():
         raise e.MalformedRequest("The request body is empty; send a JSON object with Content-Type: application/json")
@@ -195,11 +232,7 @@ async def read_json_body(request: web.Request) -> Any:
     # cross-site requests are already stopped by the Origin check and the API key, not by the content type.
     if request.content_type.startswith("multipart/"):
         raise e.MalformedRequest(f"Content-Type {request.content_type!r} is not supported; send a JSON object")
-    try:
-        return json.loads(raw)
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        where = f" at line {exc.lineno}, column {exc.colno}" if isinstance(exc, json.JSONDecodeError) else ""
-        raise e.MalformedRequest(f"The request body is not valid JSON{where}") from None
+    return parse_json(raw, location="body", what="request body")
 
 
 def _is_list_annotation(annotation: Any) -> bool:
@@ -255,7 +288,7 @@ def make_aiohttp_handler(endpoint: Endpoint) -> Callable[[web.Request], Awaitabl
                     ],
                 )
         if endpoint.body is not None:
-            body = validate_model(endpoint.body, await read_json_body(request), "body")
+            body = validate_json(endpoint.body, await read_json_body(request), "body")
         result = await endpoint.handler(Call(request=request, body=body, query=query, path=request.match_info))
         if isinstance(result, web.StreamResponse):
             return result

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from collections import Counter
 from typing import Any
 
@@ -225,7 +226,7 @@ async def test_place_needs_a_preview_made_by_this_service(live) -> None:
     }
     # A preview the broker made for someone else (not through this service) is unknown here too.
     behind_the_back = (await live.context.broker.preview_equity_order(
-        EquityPlaceBody.model_validate(body).to_domain())).conf_num  # fmt: skip
+        EquityPlaceBody.model_validate_json(json.dumps(body)).to_domain())).conf_num  # fmt: skip
     other = assert_error(await place(live, {**body, "confNum": behind_the_back}), 409, "PREVIEW_REQUIRED")
     assert other["details"]["reason"] == "unknown"
 
@@ -443,7 +444,7 @@ async def test_keys_and_the_journal_survive_a_restart(start_service, clock) -> N
     before = await journal(service)
     # A place in flight when the process dies: its row was written before the broker call, never finished.
     in_flight = {**body, "qty": 7, "confNum": "DIEDDIED"}
-    in_flight_hash = EquityPlaceBody.model_validate(in_flight).body_hash()
+    in_flight_hash = EquityPlaceBody.model_validate_json(json.dumps(in_flight)).body_hash()
     journal_db = service.context.orders.journal
     journal_db.claim_key("crashed", "POST /api/v1/orders/equity/place", in_flight_hash)
     journal_db.begin(

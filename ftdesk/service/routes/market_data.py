@@ -14,7 +14,7 @@ from pydantic import (
 from ftdesk.domain import errors as e
 from ftdesk.domain.market import AvailableMarkets, BarWidth, ChartResult, Montage, OptionChain, TimeAndSales
 from ftdesk.service.routes.common import DateRangeQuery, IsoDate, in_session, path_symbol, upper_symbol
-from ftdesk.service.routing import Call, QueryModel, RouteTable
+from ftdesk.service.routing import Call, QueryBool, QueryModel, RouteTable
 
 routes = RouteTable(tag="market-data")
 
@@ -32,8 +32,8 @@ class ChartQuery(DateRangeQuery):
         description="D daily, W weekly, M monthly; 1, 5, 15 or 60 for minute bars (intraday history is limited "
         "to about the last 30 days).",
     )
-    extended_hours: bool = Field(
-        default=False, description="Minute bars only: include pre-market and after-hours trading."
+    extended_hours: QueryBool = Field(
+        default=False, description="Minute bars only: include pre-market and after-hours trading (true or false)."
     )
 
 

@@ -35,6 +35,7 @@ class PreferencesDeleteQuery(QueryModel):
 
     keys: list[PreferenceKey] | None = Field(
         default=None,
+        min_length=1,  # an empty `keys=` is a mistake, never "delete every preference"
         max_length=MAX_PREFERENCES,
         description="Keys to delete (unknown keys are ignored). Omitted: delete every preference.",
     )

@@ -13,7 +13,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import weakref
+from collections.abc import Iterator
 from typing import Annotated, Any, Literal
 
 from aiohttp import WSCloseCode, WSMsgType, web
@@ -21,8 +23,9 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from ftdesk.domain import errors as e
 from ftdesk.service.errors import spec_for
+from ftdesk.service.json_input import MAX_JSON_DEPTH, parse_json
 from ftdesk.service.routes.common import Symbol, context
-from ftdesk.service.routing import BodyModel, Call, QueryModel, RouteTable, validate_model
+from ftdesk.service.routing import BodyModel, Call, QueryModel, RouteTable, validate_json
 from ftdesk.streaming.events import EVENT_STATE_DESCRIPTIONS, AccountEventHub, EventConsumer, EventHubStatus
 from ftdesk.streaming.hub import QuoteConsumer, QuoteHub, normalize_symbols
 from ftdesk.streaming.models import (
@@ -36,6 +39,7 @@ from ftdesk.streaming.models import (
 )
 
 routes = RouteTable(tag="streaming")
+log = logging.getLogger(__name__)
 
 HEARTBEAT_SECONDS = 15.0
 """Quiet time after which an SSE stream sends a ``: heartbeat`` comment (and a WebSocket a ping)."""
@@ -121,9 +125,9 @@ class StreamState(BaseModel):
 
 
 class WsClientMessage(BaseModel):
-    """One client frame of WS /ws/quotes."""
+    """One client frame of WS /ws/quotes (strict, like request bodies: JSON types are taken as they are)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
 
     action: Literal["subscribe", "unsubscribe", "ping"]
     symbols: list[Symbol] = Field(default_factory=list, max_length=MAX_STREAM_SYMBOLS)
@@ -266,6 +270,22 @@ def quote_json(hub: QuoteHub) -> QuoteJson:
 # --- SSE -------------------------------------------------------------------------------------------
 
 
+@contextlib.contextmanager
+def _ended_on_unexpected_error(call: Call[Any, Any], response: web.StreamResponse, what: str) -> Iterator[None]:
+    """End a started stream on an unexpected error: logged once, the connection closed, never half-alive.
+
+    Once the response has started, the envelope middleware can no longer answer with an error; the stream
+    ends instead (an EventSource reconnects after the retry delay) and the error is logged here, once.
+    """
+    try:
+        yield
+    except ConnectionError:
+        raise
+    except Exception:
+        log.exception("%s of request %s ended by an unexpected error; closed it", what, call.request_id)
+        response.force_close()
+
+
 class _SseQuotes:
     """Writes one SSE quote stream: event ids per connection, a status frame when the hub's state changed.
 
@@ -377,7 +397,7 @@ async def stream_quotes(call: Call[None, QuoteStreamQuery]) -> web.StreamRespons
             await response.prepare(call.request)
             # A client that went away shows up as a failed write (a quote or the next heartbeat): a reset,
             # or aiohttp's plain ConnectionError when it goes while a write waits for the socket to drain.
-            with contextlib.suppress(ConnectionError):
+            with contextlib.suppress(ConnectionError), _ended_on_unexpected_error(call, response, "SSE quote stream"):
                 await _pump_sse(response, consumer, hub)
         return response
     finally:
@@ -547,7 +567,7 @@ async def stream_events(call: Call[None, EventStreamQuery]) -> web.StreamRespons
             await response.prepare(call.request)
             # A client that went away shows up as a failed write (an event or the next heartbeat), as in
             # stream_quotes.
-            with contextlib.suppress(ConnectionError):
+            with contextlib.suppress(ConnectionError), _ended_on_unexpected_error(call, response, "SSE event stream"):
                 await _pump_events(response, consumer, hub, missed=replay.missed)
         return response
     finally:
@@ -567,12 +587,8 @@ def _error_frame(error: e.FtdeskError) -> dict[str, Any]:
 def _ws_reply(consumer: QuoteConsumer, text: str) -> dict[str, Any]:
     """Apply one client frame and return the answer (an ack, a pong or an error)."""
     try:
-        raw = json.loads(text)
-    except json.JSONDecodeError as exc:
-        return _error_frame(e.MalformedRequest(f"The frame is not valid JSON (line {exc.lineno}, column {exc.colno})"))
-    try:
-        message = validate_model(WsClientMessage, raw, "message")
-    except e.ValidationFailed as exc:
+        message = validate_json(WsClientMessage, parse_json(text, location="message", what="frame"), "message")
+    except (e.MalformedRequest, e.ValidationFailed) as exc:
         return _error_frame(exc)
     assert isinstance(message, WsClientMessage)
     if message.action == "ping":
@@ -652,8 +668,11 @@ Client frames (each is answered, and a bad one never closes the connection):
   "symbols": [removed], "subscribed": [...]}}`.
 - `{{"action": "ping"}}` -> `{{"type": "pong"}}`.
 - Not JSON -> `{{"type": "error", "code": "MALFORMED_REQUEST", "message"}}`; an unknown action, a missing or
-  malformed symbol, an unknown field or more than {MAX_STREAM_SYMBOLS} symbols -> `{{"type": "error", "code":
-  "VALIDATION_ERROR", "message", "details": [{{"field", "location", "message", "type"}}]}}`.
+  malformed symbol, a wrong JSON type (`"symbols": "AAPL"`), an unknown field, more than {MAX_STREAM_SYMBOLS}
+  symbols, nesting deeper than {MAX_JSON_DEPTH} levels or a number too large (see Input limits) ->
+  `{{"type": "error", "code": "VALIDATION_ERROR", "message", "details": [{{"field", "location", "message",
+  "type"}}]}}`.
+- A frame larger than {MAX_WS_MESSAGE_BYTES // 1024} KiB closes the connection with 1009 (message too big).
 
 Server frames:
 - `{{"type": "status", "state", "description", "since", "last_error"}}`: first, then when the upstream state
@@ -662,7 +681,8 @@ Server frames:
 - `{{"type": "error", "code": "{SYMBOL_UNAVAILABLE}", "symbol", "message"}}`: the upstream refused a symbol.
 
 The server pings every {HEARTBEAT_SECONDS:g} s (WebSocket ping frames) and closes with 1001 (going away)
-when the service stops.
+when the service stops, and with 1011 (internal error) if the connection hits an unexpected failure (logged
+under the handshake's request id): a connection is never left open without being served.
 """
 
 
@@ -694,25 +714,58 @@ async def quotes_websocket(call: Call[None, None]) -> web.StreamResponse:
         await ws.prepare(call.request)
         send_lock = asyncio.Lock()
         with ctx.streams.track(ws):
-            sender = asyncio.create_task(_pump_ws(ws, consumer, hub, send_lock), name=f"ws-quotes-{consumer.id}")
-            try:
-                async for message in ws:
-                    if message.type is WSMsgType.TEXT:
-                        reply = _ws_reply(consumer, message.data)
-                    elif message.type is WSMsgType.BINARY:
-                        reply = _error_frame(e.MalformedRequest("Send JSON text frames, not binary frames"))
-                    else:  # ERROR: the connection is broken
-                        break
-                    async with send_lock:
-                        await ws.send_str(_json(reply))
-            except ConnectionError:
-                pass  # the client went away mid-reply (a reset, or lost while the reply waited to drain)
-            finally:
-                sender.cancel()
-                await asyncio.gather(sender, return_exceptions=True)
+            await _serve_ws(call, ws, consumer, hub, send_lock)
         return ws
     finally:
         consumer.close()
+
+
+async def _read_ws(ws: web.WebSocketResponse, consumer: QuoteConsumer, send_lock: asyncio.Lock) -> None:
+    """Answer every client frame until the client closes the connection."""
+    async for message in ws:
+        if message.type is WSMsgType.TEXT:
+            reply = _ws_reply(consumer, message.data)
+        elif message.type is WSMsgType.BINARY:
+            reply = _error_frame(e.MalformedRequest("Send JSON text frames, not binary frames"))
+        else:  # ERROR: the connection is broken
+            return
+        async with send_lock:
+            await ws.send_str(_json(reply))
+
+
+async def _serve_ws(
+    call: Call[Any, Any], ws: web.WebSocketResponse, consumer: QuoteConsumer, hub: QuoteHub, send_lock: asyncio.Lock
+) -> None:
+    """Run the connection's reader and writer until either ends; an unexpected error closes it with 1011.
+
+    Either task failing alone would leave a half-dead connection (frames unanswered, or quotes no longer
+    sent while the socket stays open), so the first to end ends both.
+    """
+    name = f"ws-quotes-{consumer.id}"
+    tasks = {
+        asyncio.create_task(_pump_ws(ws, consumer, hub, send_lock), name=f"{name}-writer"),
+        asyncio.create_task(_read_ws(ws, consumer, send_lock), name=f"{name}-reader"),
+    }
+    try:
+        done, _pending = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+    failures = [
+        exc
+        for task in done
+        if not task.cancelled() and (exc := task.exception()) is not None and not isinstance(exc, ConnectionError)
+    ]
+    # ConnectionError: the client went away mid-write (a reset, or lost while a frame waited to drain).
+    if failures:
+        log.error(
+            "WebSocket of request %s ended by an unexpected error; closing it with 1011",
+            call.request_id,
+            exc_info=failures[0],
+        )
+        with contextlib.suppress(Exception):
+            await ws.close(code=WSCloseCode.INTERNAL_ERROR, message=b"internal error")
 
 
 # --- REST control and observation ----------------------------------------------------------------
