@@ -1,4 +1,4 @@
-"""Take the README's tray-app screenshots under Xvfb: the tray menu, both dialogs and the status window.
+"""Take the README's tray-app screenshots under Xvfb: the welcome window, the tray menu, the dialogs, the status window.
 
     docs/screenshots/take_screenshots.sh      # starts Xvfb, a tray host (trayer) and D-Bus, then this
 
@@ -69,6 +69,14 @@ async def shoot(app: QApplication, data_dir: str) -> None:
     desktop = DesktopApp(settings, make_runtime, load_settings)
     await desktop.start()
     try:
+        # A fresh data dir is a first start: the welcome window opens by itself.
+        welcome = desktop.actions.welcome_dialog
+        if welcome is None:
+            raise SystemExit("the welcome window did not open on a first start")
+        await settle(app)
+        save(welcome.grab(), "welcome-window.png")
+        welcome.close()
+
         await desktop.bridge.submit_login(LoginRequest("trader", "paper-pass", None, remember=False))
         # Something to show: a script streaming quotes and a previewed order in the journal.
         runtime = desktop.bridge.runtime
