@@ -33,7 +33,8 @@ ERROR_STYLE = "color: #B3261E;"
 LIVE_STYLE = "color: #B3261E; font-weight: bold;"
 WHAT_IT_IS = (
     "ftdesk puts your brokerage account behind a local API on this computer: REST calls, streaming quotes "
-    "and account events, for your own scripts and tools. It lives in the system tray."
+    "and account events, for your own scripts and tools. It lives in the system tray (where the desktop has "
+    "none, in its status window)."
 )
 
 
@@ -147,7 +148,7 @@ class WelcomeDialog(QDialog):
         self.close_button.setObjectName("keep")
         self.close_button.setDefault(True)
         self.close_button.clicked.connect(self.accept)
-        hint = QLabel("Open this again from the tray menu: Getting started…")
+        hint = QLabel("Getting started… in the tray menu or the status window opens this again")
         hint.setObjectName("hint")
         hint.setEnabled(False)
         buttons = QHBoxLayout()

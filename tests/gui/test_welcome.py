@@ -103,6 +103,8 @@ async def test_the_copied_example_runs_against_the_service_and_reports_the_sessi
     dialog.copy_example_button.click()
     code = QGuiApplication.clipboard().text()
     assert code == shown.replace(KEY_PLACEHOLDER, desktop.api_key)
+    last = desktop.app.notifier.history[-1]
+    assert last.title == "Example copied" and desktop.api_key not in last.message
 
     result = await run_python(code)
     assert (result.returncode, result.stdout, result.stderr) == (0, "paper logged_out dry-run\n", "")
