@@ -256,17 +256,14 @@ class XDisplay:
     host: str
     number: int
     protocol: str = ""
-    path: str = ""  # a socket path given directly (DISPLAY=/path/to/socket:0)
 
     @property
     def unix(self) -> bool:
         """Say whether the display is reached over a local socket (as libxcb decides)."""
-        return bool(self.path) or self.protocol == "unix" or self.host in ("", "unix")
+        return self.protocol == "unix" or self.host in ("", "unix")
 
     def addresses(self) -> list[tuple[int, str | tuple[str, int]]]:
         """Return the (address family, address) pairs libxcb tries, in its order."""
-        if self.path:
-            return [(socket.AF_UNIX, self.path)]
         port = X_TCP_PORT + self.number
         if not self.unix:
             return [(socket.AF_UNSPEC, (self.host, port))]
@@ -281,8 +278,6 @@ class XDisplay:
 
     def describe(self) -> str:
         """Return where the display was looked for, for the message."""
-        if self.path:
-            return self.path
         if self.unix:
             return f"{X_UNIX_DIR}/X{self.number}"
         return f"{self.host} port {X_TCP_PORT + self.number}"
@@ -290,11 +285,6 @@ class XDisplay:
 
 def parse_x_display(value: str) -> XDisplay:
     """Parse a DISPLAY value ([protocol/][host]:number[.screen]) as libxcb does; raise ValueError if invalid."""
-    if value.startswith("/"):  # a socket path, optionally followed by :display.screen
-        path, _, number = value.rpartition(":")
-        if path and number.split(".")[0].isdigit():
-            return XDisplay(host="", number=int(number.split(".")[0]), path=path)
-        return XDisplay(host="", number=0, path=value)
     protocol, slash, rest = value.rpartition("/")
     if not slash:
         protocol, rest = "", value
@@ -426,20 +416,31 @@ class PlatformProbe:
             display = parse_x_display(value)
         except ValueError:
             return None  # leave a syntax this probe does not know to libxcb
-        if not any(self.connect(family, address, self.timeout) for family, address in display.addresses()):
-            # ssh -X forwards displays from :10 up on localhost TCP; one left set after the session ended is common.
-            forwarded = display.host == "localhost" and display.number >= 10
-            hint = ": an SSH session's X forwarding that has ended?" if forwarded else ""
-            reason = f"no display (nothing answers at DISPLAY={value}, {display.describe()}{hint})"
-            return Problem(name, reason, no_display=True)
+        # libxcb has no connect timeout: a remote host that does not answer would hold it for minutes.
+        if not display.unix and not self._answers(display):
+            return self._no_display(name, value, display)
         try:
             error = self.x_error(value)
         except OSError:
             return None  # libxcb itself missing was reported above; nothing more to learn here
-        if error:
-            reason = f"the X server at DISPLAY={value} refused the connection (check XAUTHORITY; error {error})"
-            return Problem(name, reason, no_display=True)
-        return None
+        if not error:
+            return None
+        # Only now knock without a handshake: a fresh X server with no client yet resets when such a
+        # connection closes, and the next client (Qt's) can then be dropped.
+        if display.unix and not self._answers(display):
+            return self._no_display(name, value, display)
+        reason = f"the X server at DISPLAY={value} refused the connection (check XAUTHORITY; error {error})"
+        return Problem(name, reason, no_display=True)
+
+    def _answers(self, display: XDisplay) -> bool:
+        return any(self.connect(family, address, self.timeout) for family, address in display.addresses())
+
+    @staticmethod
+    def _no_display(name: str, value: str, display: XDisplay) -> Problem:
+        # ssh -X forwards displays from :10 up on localhost TCP; one left set after the session ended is common.
+        forwarded = display.host == "localhost" and display.number >= 10
+        hint = ": an SSH session's X forwarding that has ended?" if forwarded else ""
+        return Problem(name, f"no display (nothing answers at DISPLAY={value}, {display.describe()}{hint})", (), True)
 
 
 def probe_gui(environ: Mapping[str, str] | None = None) -> GuiUnavailable | None:
