@@ -187,6 +187,13 @@ class UserActions(QObject):
         outcome = await self._bridge.save_settings({"broker": "fidelity"})
         if outcome.errors:
             return f"Could not switch to Fidelity: {outcome.errors.get('broker', 'the settings were refused')}"
+        if self._bridge.status.live:
+            # Live on paper moves play money; carried over (a restart keeps the mode) it would move real money.
+            self._bridge.set_live_trading(False)
+            self._bridge.notify.emit(
+                "Live trading switched off",
+                "Fidelity starts in dry-run: switch live trading on from the menu when you are ready",
+            )
         if outcome.needs_restart:
             try:
                 await self._bridge.restart_service()

@@ -207,3 +207,17 @@ async def test_when_fidelity_is_already_the_broker_the_button_only_opens_the_log
     await wait_until(lambda: desktop.app.actions.login_dialog is not None)
     assert desktop.runtime is first_runtime, "no restart was needed"
     assert not (desktop.settings().data_dir / "settings.json").exists()
+
+
+async def test_switching_to_fidelity_never_carries_live_trading_over_from_paper(
+    make_desktop, fidelity_upstream
+) -> None:
+    desktop = await make_desktop(FTSERVICE_FIDELITY_UPSTREAM=fidelity_upstream.base_url)
+    desktop.bridge.set_live_trading(True)  # harmless on paper
+    desktop.app.actions.show_welcome()
+    welcome_of(desktop).fidelity_button.click()
+    await wait_until(lambda: desktop.app.actions.login_dialog is not None)
+    assert desktop.bridge.status.broker == "fidelity" and not desktop.bridge.status.live
+    _status, body = await desktop.call("GET", "/api/v1/health")
+    assert body["data"]["live_trading"] is False
+    assert "Live trading switched off" in [n.title for n in desktop.app.notifier.history]
