@@ -18,7 +18,7 @@ from ftdesk.service.orders_journal import JOURNAL_FILE_NAME
 WELCOME_MARK_NAME = "welcome-shown"
 WELCOME_MARK_TEXT = (
     "ftdesk showed its welcome window for this data dir. Delete this file to see it again at the next start,\n"
-    "or open it any time from the tray menu: Getting started...\n"
+    "or open it any time with Getting started... in the tray menu or the status window.\n"
 )
 
 
