@@ -26,7 +26,7 @@ from ftdesk.brokers.fidelity.config import FidelityConfig
 from ftdesk.brokers.fidelity.routing import UpstreamRouter
 from ftdesk.brokers.paper.broker import PaperBroker, paper_db_path, reset_world
 from ftdesk.brokers.paper.config import PaperConfig
-from ftdesk.config import SETTINGS, ConfigError, Settings, load_settings
+from ftdesk.config import SETTINGS, ConfigError, Settings, load_settings, secure_data_dir, tightened_message
 from ftdesk.domain.clock import Clock, SystemClock
 from ftdesk.domain.session import SessionState
 from ftdesk.logs import SecretRedactor, configure_logging, log_dir
@@ -440,12 +440,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ConfigError as exc:
         print(f"ftdesk: configuration error: {exc}", file=sys.stderr)
         return 2
+    # The data dir holds a trader's orders and credentials: the user's alone. Each file is created private;
+    # older installs are tightened here, and the log says so once it exists. (Not a process umask: programs
+    # the tray opens, a browser or a file manager, would inherit it.)
+    tightened = secure_data_dir(settings.data_dir)
     if args.print_api_key:
         return print_api_key(settings)
     if args.reset_paper:
         return reset_paper(settings)
     redactor = settings_redactor(settings)
     configure_logging(settings.log_level, log_dir(settings.data_dir), redactor)
+    if tightened:
+        log.info("%s", tightened_message(settings.data_dir, tightened))
     if not args.headless:
         return run_tray(settings, redactor)
     return run_headless(settings, redactor)

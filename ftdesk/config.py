@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import stat
 import tempfile
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -440,6 +441,53 @@ def default_data_dir() -> Path:
     return Path(platformdirs.user_data_dir(APP_NAME, appauthor=False))
 
 
+DATA_DIR_MODE = 0o700
+"""The data dir and its folders, on POSIX: the user alone may list or enter them."""
+DATA_FILE_MODE = 0o600
+"""Every file in the data dir, on POSIX: the user alone may read it (orders, credentials, logs, settings)."""
+
+
+def secure_data_dir(data_dir: Path) -> list[str]:
+    """Create the data dir 0700 and take group and other access off everything in it; return what changed.
+
+    Files get 0600 and folders 0700 (POSIX only: elsewhere the per-user profile folder keeps other users
+    out). Installs made before this existed had the umask's 0644/0755. The names returned are relative to
+    the data dir ("." for the dir itself). Symbolic links are not followed out of the data dir.
+    """
+    if os.name != "posix":
+        data_dir.mkdir(parents=True, exist_ok=True)
+        return []
+    data_dir.mkdir(mode=DATA_DIR_MODE, parents=True, exist_ok=True)
+    tightened: list[str] = []
+
+    def tighten(path: Path, wanted: int) -> None:
+        try:
+            status = path.lstat()
+            if stat.S_ISLNK(status.st_mode) or not status.st_mode & 0o077:
+                return
+            os.chmod(path, wanted)
+        except OSError:  # gone meanwhile, or not ours: nothing this process could do about it
+            return
+        tightened.append(path.relative_to(data_dir).as_posix())
+
+    tighten(data_dir, DATA_DIR_MODE)
+    for root, folders, files in os.walk(data_dir):
+        for name in folders:
+            tighten(Path(root, name), DATA_DIR_MODE)
+        for name in files:
+            tighten(Path(root, name), DATA_FILE_MODE)
+    return tightened
+
+
+def tightened_message(data_dir: Path, tightened: list[str], *, shown: int = 8) -> str:
+    """Return the one log line saying which data-dir entries ``secure_data_dir`` made private."""
+    names = ", ".join(tightened[:shown]) + (f" and {len(tightened) - shown} more" if len(tightened) > shown else "")
+    return (
+        f"Data dir {data_dir}: made {len(tightened)} entries readable by this user only "
+        f"(files 0600, folders 0700): {names}"
+    )
+
+
 def _describe(spec: SettingSpec, raw: Any, origin: str) -> str:
     shown = "" if spec.secret else f"={str(raw)!r}"
     return f"{origin}{shown} is not valid"
@@ -524,8 +572,8 @@ def save_settings_file(data_dir: Path, changes: Mapping[str, Any]) -> None:
         else:
             validate_setting(name, value)
             current[name] = list(value) if isinstance(value, tuple) else value
-    data_dir.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".settings-", dir=data_dir)
+    data_dir.mkdir(mode=DATA_DIR_MODE, parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".settings-", dir=data_dir)  # mkstemp makes it 0600
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             json.dump(current, handle, indent=2, sort_keys=True)
