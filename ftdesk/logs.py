@@ -1,15 +1,70 @@
-"""Logging: stderr plus a rotating file in the data dir, with known secrets scrubbed from every line."""
+"""Logging: stderr plus a rotating file in the data dir, with known secrets scrubbed from every line.
+
+The log files are the user's alone (0600 on POSIX, rotated ones too), and a record is one line: text that
+came from outside (a request path, a header, a symbol) cannot start a line that looks like another record.
+"""
 
 from __future__ import annotations
 
+import io
 import logging
 import logging.handlers
+import os
+import re
 import sys
 from collections.abc import Iterable
 from pathlib import Path
 
 LOG_FILE_NAME = "ftdesk.log"
+LOG_FILE_MODE = 0o600
 _MASK = "***"
+_POSIX = os.name == "posix"
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+_CONTROL_BUT_NEWLINE = re.compile(r"[\x00-\x09\x0b-\x1f\x7f-\x9f\u2028\u2029]")
+_CONTINUATION = "\n    "
+
+
+def _escaped(match: re.Match[str]) -> str:
+    return match.group().encode("unicode_escape").decode("ascii")
+
+
+def log_safe(value: object, limit: int = 300) -> str:
+    """Return client-supplied text fit for a log line: control characters escaped (``\\n``), at most ``limit``."""
+    text = value if isinstance(value, str) else str(value)
+    if len(text) > limit:
+        text = f"{text[:limit]}... ({len(text)} characters)"
+    return _CONTROL.sub(_escaped, text)
+
+
+class OneRecordPerLineFormatter(logging.Formatter):
+    """Indents the continuation lines of a multi-line message and escapes other control characters.
+
+    Every record's first line starts with its timestamp, so text logged from elsewhere (an upstream error
+    message, a value someone forgot to pass through ``log_safe``) can never pose as a record of its own.
+    """
+
+    def formatMessage(self, record: logging.LogRecord) -> str:
+        """Return the record's line with its message made safe."""
+        message = _CONTROL_BUT_NEWLINE.sub(_escaped, record.message)
+        record.message = message.replace("\n", _CONTINUATION)
+        return super().formatMessage(record)
+
+
+class PrivateRotatingFileHandler(logging.handlers.RotatingFileHandler):
+    """A rotating log file only its owner can read: created 0600, tightened when older, kept so on rotation.
+
+    Rotation renames the file (its mode goes with it) and opens a new one here, so every backup stays 0600.
+    """
+
+    def _open(self) -> io.TextIOWrapper:
+        fd = os.open(self.baseFilename, os.O_WRONLY | os.O_CREAT | os.O_APPEND, LOG_FILE_MODE)
+        try:
+            if _POSIX:
+                os.fchmod(fd, LOG_FILE_MODE)  # a file made by an older version, or under a looser umask
+            return os.fdopen(fd, "a", encoding=self.encoding, errors=self.errors)
+        except BaseException:
+            os.close(fd)
+            raise
 
 
 def log_dir(data_dir: Path) -> Path:
@@ -65,17 +120,15 @@ def configure_logging(level: str, log_dir: Path | None, redactor: SecretRedactor
         if getattr(handler, "_ftdesk", False):
             root.removeHandler(handler)
             handler.close()
-    formatter = logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s")
+    formatter = OneRecordPerLineFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s")
     handlers: list[logging.Handler] = []
     if sys.stderr is not None:  # a windowed frozen app (Windows, macOS) has no stderr: the file is the log
         handlers.append(logging.StreamHandler())
     log_file: Path | None = None
     if log_dir is not None:
-        log_dir.mkdir(parents=True, exist_ok=True)
+        log_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
         log_file = log_dir / LOG_FILE_NAME
-        handlers.append(
-            logging.handlers.RotatingFileHandler(log_file, maxBytes=5 * 1024 * 1024, backupCount=5, encoding="utf-8")
-        )
+        handlers.append(PrivateRotatingFileHandler(log_file, maxBytes=5 * 1024 * 1024, backupCount=5, encoding="utf-8"))
     for handler in handlers:
         handler.setFormatter(formatter)
         handler.addFilter(redactor)

@@ -85,7 +85,7 @@ class SecretVault:
 
 def write_private_file(path: Path, text: str) -> None:
     """Write a file only the user can read (mode 0600), atomically."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}-", dir=path.parent)
     try:
         os.chmod(tmp, 0o600)

@@ -18,9 +18,10 @@ from aiohttp.typedefs import Middleware
 from yarl import URL
 
 from ftdesk.domain import errors as e
+from ftdesk.logs import log_safe
 from ftdesk.service.envelope import error_body, error_response
 from ftdesk.service.keys import keys_match
-from ftdesk.service.routing import CORS_ORIGIN, REQUEST_ID, endpoint_of
+from ftdesk.service.routing import CORS_ORIGIN, REQUEST_ID, ClientDisconnected, endpoint_of
 
 log = logging.getLogger("ftdesk.service")
 
@@ -46,6 +47,11 @@ class SecurityPolicy:
     def allowed_hosts(self) -> frozenset[str]:
         """Return the host names that name this machine."""
         return _LOCAL_HOSTS | {self.bind_host.lower().strip("[]")}
+
+
+def logged_path(request: web.BaseRequest) -> str:
+    """Return the request's path as a log line may show it: as sent (percent-escapes kept), no query, escaped."""
+    return log_safe(request.raw_path.partition("?")[0], limit=200)
 
 
 def _request_id(request: web.Request) -> str:
@@ -88,6 +94,15 @@ async def envelope_middleware(
     request[REQUEST_ID] = _request_id(request)
     try:
         return await handler(request)
+    except ClientDisconnected as exc:
+        log.info(
+            "The body of %s %s (request %s) did not arrive complete: %s; nothing was done",
+            log_safe(request.method),
+            logged_path(request),
+            request[REQUEST_ID],
+            exc.message,
+        )
+        return error_response(exc)  # nobody reads it, but the access log records a 400, not a 500
     except e.FtdeskError as exc:
         return error_response(exc)
     except web.HTTPException as exc:
@@ -96,9 +111,13 @@ async def envelope_middleware(
         error = _http_exception_to_error(exc, request)
         if isinstance(error, _GenericHttpError):
             return web.json_response(error_body("HTTP_ERROR", error.message), status=error.status)
+        if isinstance(error, e.MethodNotAllowed):  # RFC 9110: a 405 lists what the path allows
+            return error_response(error, headers={"Allow": ", ".join(error.details["allowed_methods"])})
         return error_response(error)
     except Exception:
-        log.exception("Unhandled error in %s %s (request %s)", request.method, request.path, request[REQUEST_ID])
+        log.exception(
+            "Unhandled error in %s %s (request %s)", log_safe(request.method), logged_path(request), request[REQUEST_ID]
+        )
         return error_response(
             e.InternalError(f"Internal error; the service log has the details under request id {request[REQUEST_ID]}")
         )
@@ -184,14 +203,18 @@ async def add_common_headers(request: web.Request, response: web.StreamResponse)
 
 
 class AccessLogger(AbstractAccessLogger):
-    """Access log lines without query strings, headers or bodies (they may carry secrets)."""
+    """Access log lines without query strings, headers or bodies (they may carry secrets).
+
+    The path is logged as sent, percent-escapes and all, and escaped again: ``%0a`` stays ``%0a`` instead of
+    starting a line that could pass for another record.
+    """
 
     def log(self, request: web.BaseRequest, response: web.StreamResponse, time: float) -> None:
         """Log one finished request."""
         self.logger.info(
             "%s %s -> %s in %.1f ms (request %s)",
-            request.method,
-            request.path,
+            log_safe(request.method, limit=20),
+            logged_path(request),
             response.status,
             time * 1000,
             request.get(REQUEST_ID, "-"),

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
@@ -216,7 +217,9 @@ class OrderJournal:
         with self._lock:
             if self._conn is not None:
                 return 0
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            # Created 0600 before SQLite opens it: SQLite gives its -wal, -shm and -journal files the database's mode.
+            os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT, 0o600))
             conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
             conn.row_factory = sqlite3.Row
             try:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Annotated, Any, Generic, Literal, TypeVar
 
 from aiohttp import web
+from aiohttp.http import HttpProcessingError
 from pydantic import BaseModel, BeforeValidator, ConfigDict, ValidationError
 
 from ftdesk.domain import errors as e
@@ -223,9 +224,18 @@ def validate_json(model: type[BaseModel], document: Any, location: str) -> BaseM
         raise _failed(exc, location) from None
 
 
+class ClientDisconnected(e.MalformedRequest):
+    """The request body did not arrive in full, usually because the client went away (not a failure of ours)."""
+
+
 async def read_json_body(request: web.Request) -> Any:
     """Read the request body as JSON within the input limits; raise ``MalformedRequest`` when it is not JSON."""
-    raw = await request.read()
+    try:
+        raw = await request.read()
+    except ConnectionError:
+        raise ClientDisconnected("The connection closed before the request body was complete") from None
+    except HttpProcessingError:  # a chunked body that breaks off or is badly framed
+        raise ClientDisconnected("The request body ended early or its chunked framing is broken") from None
     if not raw.strip():
         raise e.MalformedRequest("The request body is empty; send a JSON object with Content-Type: application/json")
     # Any content type carrying JSON is read as JSON: `curl -d` labels bodies as form data by default, and

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
+from tests.fakes import fidelity_orders_actions as fa
 from tests.fakes import fidelity_orders_payloads as op
 from tests.fakes.fidelity_routes import GroupRoutes
 
@@ -34,18 +35,12 @@ STAGING = "/ftgw/dp/ent-research-staging/v1/customers/staged-order"
 AGREEMENT_PATH = "/ftgw/dp/trade/useragreement/modify/v1"
 
 LAST_PRICES = {"AAPL": 182.50, "LGVN": 0.93, "SPAXX": 1.00, "QS": 6.18, "TSLA": 250.00, "SPY": 646.41}
-OPTION_PRICES = {"QS270115C7": 1.54, "QS280121C7": 2.55, "QS280121C12": 1.62, "UNH260618C350": 4.65}
-_ACTION_DESC = {
-    "B": "Buy",
-    "S": "Sell",
-    "SH": "Sell Short",
-    "BH": "Buy to Cover",
-    "BC": "Buy Call",
-    "SC": "Sell Call",
-    "BP": "Buy Put",
-    "SP": "Sell Put",
-    "BO": "Buy to Open",
-    "SO": "Sell to Open",
+OPTION_PRICES = {
+    "QS270115C7": 1.54,
+    "QS270115P5": 0.85,
+    "QS280121C7": 2.55,
+    "QS280121C12": 1.62,
+    "UNH260618C350": 4.65,
 }
 # Place indicators per kind (4.11a): equity and replace true/true, option false/false, multi-leg none.
 _INDICATORS = {"equity": True, "replace": True, "option": False}
@@ -109,6 +104,10 @@ class FakeOrders:
         self.previews: dict[str, Preview] = {}
         self.staged: dict[str, dict[str, Any]] = {}
         self.agreements: set[tuple[str, str]] = set()
+        self.world = fa.CAPTURED
+        """Which reading of single-leg BC/SC this upstream has (``fa.CAPTURED`` or ``fa.DECOMPILED``, 4.13)."""
+        self.misread: dict[str, Any] = {}
+        """``baseOrderDetail`` fields the next preview answer echoes instead of the request's: a broker that misread."""
 
     def routes(self) -> GroupRoutes:
         """Return this group's handlers by (host, path)."""
@@ -170,7 +169,7 @@ class FakeOrders:
         base: dict[str, Any] = {
             "entryDatetime": order.entered,
             "orderActionCode": order.action,
-            "actionCodeDesc": _ACTION_DESC.get(order.action, order.action),
+            "actionCodeDesc": fa.status_words(self.world, order.action, order.symbol, order.symbol in OPTION_PRICES),
             "qty": order.qty,
             "origQty": str(order.qty),
             "acctTypeCode": 2,
@@ -220,6 +219,8 @@ class FakeOrders:
         conf = new_conf_num()
         self.previews[conf] = Preview(kind, acct, _canonical(parameter), orig=orig)
         answer = self._confirm(parameter, conf, "V", kind)
+        answer["orderConfirmDetail"]["orderDetail"]["baseOrderDetail"].update(self.misread)
+        self.misread = {}
         if kind == "replace":
             answer["orderNumOrig"] = orig
         return {wrapper: answer}
@@ -264,6 +265,10 @@ class FakeOrders:
             return op.rejection(wrapper, acct, "SY0001", f"The symbol {symbol} is not valid. Please re-enter.")
         limit = parameter["tradableSecOrderDetail"]["priceTypeDetail"].get("limitPrice")
         last = prices[symbol]
+        code = parameter["baseOrderDetail"]["orderActionCode"]
+        echoed = fa.option_echo(self.world, code, symbol) if kind == "option" else fa.equity_echo(code)
+        if echoed is None:
+            return op.rejection(wrapper, acct, "AC0001", f"The action {code} is not valid for {symbol}.")
         if limit is not None and not last / 5 <= float(limit) <= last * 3:
             text = (
                 "The limit price entered is too far away from the last trade for this security. "
@@ -282,7 +287,10 @@ class FakeOrders:
         multiplier = 100 if option else 1
         value = round(unit * float(base["qty"]) * multiplier, 2)
         commission = round(0.65 * float(base["qty"]), 2) if option else 0.0
-        selling = base["orderActionCode"] in ("S", "SH", "SC", "SP")
+        sent = base["orderActionCode"]
+        echoed = fa.option_echo(self.world, sent, symbol) if option else fa.equity_echo(sent)
+        action, words = echoed or (sent, sent)
+        selling = action.startswith("S")
         fee = round(value * 0.0000278, 2) if selling else 0.0
         net = round(value - commission - fee, 2) if selling else round(value + commission + fee, 2)
         return {
@@ -305,8 +313,8 @@ class FakeOrders:
                 "orderDetail": {
                     "acctNum": parameter["acctNum"],
                     "baseOrderDetail": {
-                        "orderActionCode": base["orderActionCode"],
-                        "actionCodeDesc": _ACTION_DESC.get(base["orderActionCode"], base["orderActionCode"]),
+                        "orderActionCode": action,
+                        "actionCodeDesc": words,
                         "qty": base["qty"],
                         "qtyTypeCode": "S",
                         "valOfOrder": value,
@@ -322,11 +330,14 @@ class FakeOrders:
         tradable = parameter["tradableSecOrderDetail"]
         price = tradable.get("priceTypeDetail") or {}
         security = base.get("securityDetail") or base.get("secDetail") or {}
+        action = base["orderActionCode"]
+        if security.get("symbol") in OPTION_PRICES:  # the book keeps the broker's reading of the code
+            action = (fa.option_echo(self.world, action, security["symbol"]) or (action, ""))[0]
         order = FakeOrder(
             conf_num=conf,
             acct_num=acct,
             symbol=security.get("symbol", ""),
-            action=base["orderActionCode"],
+            action=action,
             qty=float(base["qty"]),
             price_type=price.get("priceTypeCode", "M"),
             limit_price=price.get("limitPrice"),
@@ -351,6 +362,17 @@ class FakeOrders:
         ]
         if unknown:
             return op.rejection(wrapper, acct, "SY0001", f"The symbol {unknown[0]} is not valid. Please re-enter.")
+        # Every captured leg carries its priceDetail (the underlying's price, the time, the leg's bid and ask).
+        unpriced = [
+            leg["securityDetail"]["symbol"]
+            for leg in legs
+            if not {"price", "priceDateTime", "bidPrice", "askPrice"} <= set(leg.get("priceDetail") or {})
+        ]
+        if unpriced:
+            return op.rejection(wrapper, acct, "ML0002", f"Price details are missing for leg {unpriced[0]}.")
+        bad = [leg for leg in legs if fa.leg_echo(self.world, leg["orderActionCode"], "") is None]
+        if bad:
+            return op.rejection(wrapper, acct, "AC0001", f"The action {bad[0]['orderActionCode']} is not valid.")
         if place:
             conf = base.get("confNum", "")
             preview = self.previews.get(conf)
@@ -389,17 +411,27 @@ class FakeOrders:
         net = float(parameters["tradableSecOrderDetail"].get("netAmount") or 0.92)
         detail["netAmount"] = str(net)
         detail["finalTotalValOfOrder"] = round(net * 100 + 1.30, 2)
-        # The captured quirk: request BO/SO come back as BC/SC (4.14).
-        quirk = {"BO": "BC", "SO": "SC"}
+        tradable = parameters["tradableSecOrderDetail"]
+        echoed_tradable = detail["orderDetail"]["tradableSecOrderDetail"]
+        echoed_tradable["dbCrEvenCode"] = tradable["dbCrEvenCode"]
+        echoed_tradable["priceTypeDetail"] = {"priceTypeCode": "L" if "netAmount" in tradable else "M"}
+        # In the captured world request BO/SO come back as BC/SC (4.14); the decompiled world echoes them as sent.
         detail["orderDetail"]["baseOrderDetail"]["optionDetail"]["complexOrderDetails"] = [
             {
-                "orderActionCode": quirk.get(leg["orderActionCode"], leg["orderActionCode"]),
+                "orderActionCode": fa.leg_echo(self.world, leg["orderActionCode"], leg["securityDetail"]["symbol"]),
                 "type": "O",
                 "qty": leg["qty"],
                 "securityDetail": {"symbol": leg["securityDetail"]["symbol"], "etfInd": False},
+                "priceDetail": {
+                    "price": leg["priceDetail"]["price"],
+                    "bidPrice": leg["priceDetail"]["bidPrice"],
+                    "askPrice": leg["priceDetail"]["askPrice"],
+                },
+                **self.misread,
             }
             for leg in legs
         ]
+        self.misread = {}
         return answer
 
     # --- cancel (4.15) ----------------------------------------------------------------------------------
@@ -421,7 +453,9 @@ class FakeOrders:
             "confNum": conf,
             "acctNum": acct,
             "actionCode": entry["actionCode"],
-            "actionCodeDesc": _ACTION_DESC.get(entry["actionCode"], entry["actionCode"]),
+            "actionCodeDesc": fa.status_words(
+                self.world, entry["actionCode"], order.symbol, order.symbol in OPTION_PRICES
+            ),
             "origQty": order.qty,
             "execQty": "0",
             "remainingQty": str(order.qty),

@@ -46,7 +46,7 @@ def test_a_windowed_app_without_stderr_logs_to_its_file_only(tmp_path, monkeypat
         log_file = configure_logging("INFO", tmp_path, SecretRedactor())
         logging.getLogger("ftdesk.test").warning("written with no console")
         ours = [handler for handler in root.handlers if getattr(handler, "_ftdesk", False)]
-        assert [type(handler).__name__ for handler in ours] == ["RotatingFileHandler"]
+        assert [type(handler).__name__ for handler in ours] == ["PrivateRotatingFileHandler"]
         for handler in ours:
             handler.flush()
         assert log_file is not None and "written with no console" in log_file.read_text()

@@ -7,6 +7,7 @@ drop the last ones), and a transaction that was not committed leaves no trace.
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -32,7 +33,9 @@ class PaperStore:
 
     def open(self) -> None:
         """Open (creating if needed) the database and its tables."""
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        # Created 0600 before SQLite opens it: SQLite gives its -wal, -shm and -journal files the database's mode.
+        os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT, 0o600))
         conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
         conn.row_factory = sqlite3.Row
         conn.execute("PRAGMA journal_mode=WAL")
