@@ -185,7 +185,7 @@ def describe(kind: ActionKind) -> str:
     lines = []
     for row in rows(kind):
         intent = f" + position_intent {row.intent.value}" if row.intent and kind is ActionKind.OPTION else ""
-        role = "read back only" if row.read_only else "sent"
+        role = "read back from" if row.read_only else "sent as"
         upstream = f"Fidelity `{row.upstream}` '{row.upstream_meaning}' [{row.tag}]"
-        lines.append(f"`{row.public}`{intent}: {row.meaning} ({role} as {upstream})")
+        lines.append(f"`{row.public}`{intent}: {row.meaning} ({role} {upstream})")
     return "; ".join(lines) + "."

@@ -24,9 +24,11 @@ from pydantic import (
     StringConstraints,
     ValidationInfo,
     field_validator,
+    model_validator,
 )
 from pydantic.alias_generators import to_camel, to_snake
 
+from ftdesk.domain.order_actions import LEG_ACTION_OF, LEG_WORDS, ActionKind, Side, describe, leg_intent
 from ftdesk.domain.orders import (
     ConditionalLeg,
     ConditionalOrder,
@@ -40,6 +42,7 @@ from ftdesk.domain.orders import (
     MultiLegOptionOrder,
     OptionAction,
     OptionOrder,
+    PositionIntent,
     PriceType,
     ReplaceOrder,
     StagedOrderDraft,
@@ -82,6 +85,17 @@ AcctNum = Annotated[
 ConfNum = Annotated[
     str, StringConstraints(strip_whitespace=True, min_length=1, max_length=32, pattern=r"^[A-Za-z0-9-]+$")
 ]
+
+EQUITY_ACTIONS = "Equity action. " + describe(ActionKind.EQUITY)
+OPTION_ACTIONS = (
+    "Single-leg option action; with positionIntent open or close it is sent as the open/close code. "
+    + describe(ActionKind.OPTION)
+    + " A Fidelity preview whose words contradict the action or name an intent you did not state is ACTION_MISMATCH."
+)
+LEG_ACTIONS = (
+    "Leg action: a code or its explicit word (buy_to_open, sell_to_open, buy_to_close, sell_to_close), or buy / "
+    "sell with position_intent. " + describe(ActionKind.LEG)
+)
 
 _LIMIT_TYPES = (PriceType.LIMIT, PriceType.STOP_LIMIT)
 _STOP_TYPES = (PriceType.STOP, PriceType.STOP_LIMIT)
@@ -205,7 +219,7 @@ class _EquityFields(_CamelPriced):
 
     acctNum: AcctNum = Field(description="Account number.")
     symbol: Symbol = Field(description="Ticker, e.g. AAPL (upper-cased).")
-    orderActionCode: EquityAction = Field(description="B buy, S sell, SS sell short, BC buy to cover.")
+    orderActionCode: EquityAction = Field(description=EQUITY_ACTIONS)
     qty: Quantity = Field(description="Whole shares, more than 0.")
     priceTypeCode: PriceType = Field(description="M market, L limit, S stop, SL stop limit.")
     limitPrice: Price | None = Field(
@@ -252,7 +266,7 @@ class OptionPreviewBody(_CamelPriced):
 
     acctNum: AcctNum = Field(description="Account number.")
     symbol: Symbol = Field(description="Option symbol: root + YYMMDD + C/P + strike, e.g. AAPL261218C200.")
-    orderActionCode: OptionAction = Field(description="BC buy call, SC sell call, BP buy put, SP sell put.")
+    orderActionCode: OptionAction = Field(description=OPTION_ACTIONS)
     qty: Quantity = Field(description="Whole contracts, more than 0.")
     priceTypeCode: PriceType = Field(
         default=PriceType.MARKET, description="M market (default), L limit, S stop, SL stop limit."
@@ -264,6 +278,11 @@ class OptionPreviewBody(_CamelPriced):
         default=None, validate_default=True, description="Stop price per share: required for S and SL."
     )
     tifCode: TimeInForce = Field(default=TimeInForce.DAY, description="D day (default), G good till canceled.")
+    positionIntent: PositionIntent | None = Field(
+        default=None,
+        description="open or close (also accepted as position_intent); leave it out to let the broker decide by "
+        "the position held. Fidelity's preview answer must not name another intent, or it is ACTION_MISMATCH.",
+    )
 
     def to_domain(self) -> OptionOrder:
         """Return the domain order."""
@@ -271,12 +290,18 @@ class OptionPreviewBody(_CamelPriced):
             acct_num=self.acctNum,
             symbol=self.symbol,
             action=self.orderActionCode,
+            position_intent=self.positionIntent,
             qty=self.qty,
             price_type=self.priceTypeCode,
             limit_price=self.limitPrice,
             stop_price=self.stopPrice,
             tif=self.tifCode,
         )
+
+    def journal_facts(self) -> OrderFacts:
+        """Return what the journal records: the action with its position intent."""
+        facts = super().journal_facts()
+        return replace(facts, side=f"{facts.side} {self.positionIntent.value}") if self.positionIntent else facts
 
 
 class OptionPlaceBody(OptionPreviewBody, _CamelConfirmed):
@@ -290,8 +315,40 @@ class MultiLegLegBody(SnakeBody):
     """One leg of a multi-leg option order."""
 
     symbol: Symbol = Field(description="Option symbol, e.g. AAPL261218C200.")
-    action: LegAction = Field(description="BO buy to open, SO sell to open, BC buy to close, SC sell to close.")
+    action: LegAction = Field(description=LEG_ACTIONS)
     qty: Quantity = Field(description="Whole contracts.")
+    position_intent: PositionIntent | None = Field(
+        default=None,
+        description="open or close: required with action buy or sell, optional otherwise (it must then agree "
+        "with the action). Answers always carry it.",
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _words_to_codes(cls, data: Any) -> Any:
+        """Accept buy_to_open etc. and buy/sell with a position intent; the codes are what is stored and bound."""
+        if not isinstance(data, dict) or not isinstance(data.get("action"), str):
+            return data
+        word = data["action"].strip().lower()
+        intent = data.get("position_intent", data.get("positionIntent"))
+        if word in LEG_WORDS:
+            return {**data, "action": LEG_WORDS[word].value}
+        if word in (Side.BUY.value, Side.SELL.value):
+            if intent not in (PositionIntent.OPEN.value, PositionIntent.CLOSE.value):
+                raise ValueError(f"action {word} needs position_intent open or close")
+            return {**data, "action": LEG_ACTION_OF[(Side(word), PositionIntent(intent))].value}
+        return {**data, "action": data["action"].strip().upper()}
+
+    @model_validator(mode="after")
+    def _intent_agrees(self) -> MultiLegLegBody:
+        stated = leg_intent(self.action)
+        if self.position_intent is not None and self.position_intent is not stated:
+            raise ValueError(
+                f"position_intent {self.position_intent.value} contradicts action {self.action.value} "
+                f"({stated.value}): say buy_to_{self.position_intent.value} or sell_to_{self.position_intent.value}"
+            )
+        self.position_intent = stated
+        return self
 
 
 class MultiLegPreviewBody(SnakeBody, OrderBodyMixin):
@@ -411,7 +468,7 @@ class ConditionalLegBody(SnakeBody):
     """One equity leg of a conditional order; leg 0 is the primary."""
 
     symbol: Symbol = Field(description="Ticker.")
-    order_action_code: EquityAction = Field(description="B buy, S sell, SS sell short, BC buy to cover.")
+    order_action_code: EquityAction = Field(description=EQUITY_ACTIONS)
     qty: Quantity = Field(description="Whole shares.")
     price_type_code: PriceType = Field(description="M market, L limit, S stop, SL stop limit.")
     limit_price: Price | None = Field(default=None, validate_default=True, description="Required for L and SL.")

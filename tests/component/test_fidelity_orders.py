@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 
+from ftdesk.brokers.fidelity import orders_mapping as m
+from ftdesk.brokers.fidelity import orders_wire as w
 from ftdesk.brokers.fidelity.broker import FidelityBroker
+from ftdesk.brokers.fidelity.orders import multileg_intent
 from ftdesk.domain import errors as e
 from ftdesk.domain.orders import (
     ConditionalLeg,
@@ -22,17 +26,35 @@ from ftdesk.domain.orders import (
     OptionAction,
     OptionOrder,
     OrderStatus,
+    PositionIntent,
     PriceType,
     ReplaceOrder,
     StagedOrderDraft,
     TimeInForce,
 )
+from tests.component.conftest import FIDELITY_PASSWORD, FIDELITY_USER
 from tests.fakes import fidelity_payloads as p
+from tests.fakes.fidelity_orders_actions import CAPTURED, DECOMPILED, WORLDS
 from tests.fakes.fidelity_server import FakeFidelity
+from tests.fakes.mdds_server import FakeMdds
 
 EQUITY_PREVIEW = "/ftgw/dp/orderentry/equity/preview/v1"
 EQUITY_PLACE = "/ftgw/dp/orderentry/equity/place/v1"
 CANCEL_PLACE = "/ftgw/dp/orderentry/cancel/place/v1"
+OPTION_PREVIEW = "/ftgw/dp/orderentry/option/preview/v2"
+MULTILEG_PREVIEW = "/ftgw/dp/orderentry/multilegoption/preview/v1"
+MULTILEG_PLACE = "/ftgw/dp/orderentry/multilegoption/place/v1"
+
+
+@pytest.fixture
+async def fake() -> AsyncIterator[FakeFidelity]:
+    """The fake upstream with MDDS: a multi-leg preview quotes every leg and the underlying first (4.14)."""
+    server = FakeFidelity(username=FIDELITY_USER, password=FIDELITY_PASSWORD, mdds=FakeMdds())
+    await server.start()
+    try:
+        yield server
+    finally:
+        await server.close()
 
 
 def aapl_buy(limit: float = 150.0, **changes: Any) -> EquityOrder:
@@ -270,3 +292,173 @@ async def test_an_expired_session_on_a_place_is_session_expired(broker: Fidelity
     with pytest.raises(e.SessionExpired):
         await broker.place_equity_order(order, preview.conf_num)
     assert fake.hits_for(EQUITY_PLACE) == 1
+
+
+# --- the broker's own words, checked before a preview binds (4.12-4.14) -------------------------------------
+
+
+def option(action: OptionAction, intent: PositionIntent | None, symbol: str = "QS270115C7") -> OptionOrder:
+    return OptionOrder(acct_num=p.MARGIN, symbol=symbol, action=action, qty=1, position_intent=intent)
+
+
+PUT = "QS270115P5"
+OPEN, CLOSE = PositionIntent.OPEN, PositionIntent.CLOSE
+
+# (world, action, intent, symbol) -> the upstream code sent, and the broker's words when the preview binds
+# (None: ACTION_MISMATCH). Captured world: BC is "Buy Call"; decompiled world: BC is "Buy To Close".
+SINGLE_LEG_CASES = [
+    (CAPTURED, OptionAction.BUY_CALL, None, "QS270115C7", "BC", "Buy Call"),
+    (DECOMPILED, OptionAction.BUY_CALL, None, "QS270115C7", "BC", None),  # names close, which was not stated
+    (CAPTURED, OptionAction.SELL_CALL, None, "QS270115C7", "SC", "Sell Call"),
+    (DECOMPILED, OptionAction.SELL_CALL, None, "QS270115C7", "SC", None),
+    (CAPTURED, OptionAction.BUY_PUT, None, PUT, "BP", "Buy Put"),
+    (DECOMPILED, OptionAction.BUY_PUT, None, PUT, "BP", "Buy Put"),
+    (CAPTURED, OptionAction.BUY_CALL, OPEN, "QS270115C7", "BO", "Buy Call"),
+    (DECOMPILED, OptionAction.BUY_CALL, OPEN, "QS270115C7", "BO", "Buy To Open"),
+    (CAPTURED, OptionAction.SELL_PUT, OPEN, PUT, "SO", "Sell Put"),
+    (DECOMPILED, OptionAction.SELL_PUT, OPEN, PUT, "SO", "Sell To Open"),
+    (CAPTURED, OptionAction.BUY_CALL, CLOSE, "QS270115C7", "BC", "Buy Call"),
+    (DECOMPILED, OptionAction.BUY_CALL, CLOSE, "QS270115C7", "BC", "Buy To Close"),
+    (CAPTURED, OptionAction.BUY_PUT, CLOSE, PUT, "BC", None),  # "Buy Call" on a put contradicts the contract
+    (DECOMPILED, OptionAction.BUY_PUT, CLOSE, PUT, "BC", "Buy To Close"),
+]
+
+
+@pytest.mark.parametrize(("world", "action", "intent", "symbol", "sent", "words"), SINGLE_LEG_CASES)
+async def test_single_leg_previews_bind_only_when_the_brokers_words_agree(
+    broker: FidelityBroker,
+    fake: FakeFidelity,
+    world: str,
+    action: OptionAction,
+    intent: PositionIntent | None,
+    symbol: str,
+    sent: str,
+    words: str | None,
+) -> None:
+    fake.orders.world = world
+    order = option(action, intent, symbol)
+    if words is None:
+        with pytest.raises(e.ActionMismatch) as refused:
+            await broker.preview_option_order(order)
+        assert last_body(fake, OPTION_PREVIEW)["request"]["parameter"]["baseOrderDetail"]["orderActionCode"] == sent
+        assert refused.value.reason == "ACTION_MISMATCH" and refused.value.details["asked"][0]["sent_as"] == sent
+        assert refused.value.details["understood"][0]["code"] == sent
+        assert await broker.get_order_status(p.MARGIN) == []
+        return
+    preview = await broker.preview_option_order(order)
+    assert last_body(fake, OPTION_PREVIEW)["request"]["parameter"]["baseOrderDetail"]["orderActionCode"] == sent
+    assert preview.broker_action_desc == words and preview.action == action.value
+    assert preview.position_intent is intent
+    unconfirmed = intent is not None and "to" not in words.lower().split()
+    assert any("do not say whether the order opens or closes" in w for w in preview.warnings) is unconfirmed
+    placed = await broker.place_option_order(order, preview.conf_num)
+    (listed,) = await broker.get_order_status(p.MARGIN)
+    assert listed.id_detail.conf_num == placed.conf_num
+    # Read back under the public action it is, never another one (BC on a put is never "buy call").
+    assert listed.order_detail.action == action.value and not listed.order_detail.action_unrecognized
+    if "to" in words.lower().split():
+        assert listed.order_detail.position_intent is intent
+
+
+@pytest.mark.parametrize("world", WORLDS)
+async def test_a_broker_that_misreads_the_side_symbol_or_quantity_is_refused(
+    broker: FidelityBroker, fake: FakeFidelity, world: str
+) -> None:
+    fake.orders.world = world
+    for misread, problem in (
+        ({"orderActionCode": "S", "actionCodeDesc": "Sell"}, "asked to buy"),
+        ({"orderActionCode": "SH", "actionCodeDesc": "Sell Short"}, "asked to buy"),
+        ({"securityDetail": {"symbol": "AAPX"}}, "the broker understood AAPX"),
+        ({"qty": 20}, "asked for 2, the broker understood 20"),
+        ({"orderActionCode": "ZZ", "actionCodeDesc": "Mystery"}, "action code ZZ"),
+    ):
+        fake.orders.misread = misread
+        with pytest.raises(e.ActionMismatch, match=problem):
+            await broker.preview_equity_order(aapl_buy())
+    # A sale that comes back as a short sale (or as upstream SS, specific shares) is not the sale asked for.
+    for misread in ({"orderActionCode": "SH", "actionCodeDesc": "Sell Short"}, {"orderActionCode": "SS"}):
+        fake.orders.misread = {"actionCodeDesc": None, **misread}
+        with pytest.raises(e.ActionMismatch, match="asked to sell"):
+            await broker.preview_equity_order(aapl_buy(limit=190.0, action=EquityAction.SELL))
+    assert await broker.get_order_status(p.MARGIN) == []
+
+
+async def test_equity_sell_short_and_buy_to_cover_travel_as_sh_and_bh(
+    broker: FidelityBroker, fake: FakeFidelity
+) -> None:
+    for action, sent, words in (
+        (EquityAction.SELL_SHORT, "SH", "Sell Short"),
+        (EquityAction.BUY_TO_COVER, "BH", "Buy To Cover"),
+    ):
+        order = aapl_buy(limit=182.0, action=action, qty=1)
+        preview = await broker.preview_equity_order(order)
+        assert last_body(fake, EQUITY_PREVIEW)["request"]["parameter"]["baseOrderDetail"]["orderActionCode"] == sent
+        assert (preview.broker_action_code, preview.broker_action_desc, preview.action) == (sent, words, action.value)
+        placed = await broker.place_equity_order(order, preview.conf_num)
+        mine = (await broker.get_order_detail(placed.conf_num, p.MARGIN)).order
+        assert mine is not None and mine.order_detail.action == action.value
+        assert mine.order_detail.broker_action_code == sent and mine.order_detail.action_desc == words
+        # The cancel echoes the order's own upstream code (4.15), not the public BC, which options read otherwise.
+        await broker.cancel_order(placed.conf_num, p.MARGIN, action.value)
+        assert last_body(fake, CANCEL_PLACE)["request"]["parameter"]["cancelOrderDetail"][0]["actionCode"] == sent
+
+
+def spread(*legs: tuple[str, LegAction], credit: bool = False) -> MultiLegOptionOrder:
+    return MultiLegOptionOrder(
+        acct_num=p.MARGIN,
+        underlying="QS",
+        legs=[MultiLegOptionLeg(symbol=symbol, action=action, qty=1) for symbol, action in legs],
+        net_price=0.92,
+        debit_credit=DebitCredit.CREDIT if credit else DebitCredit.DEBIT,
+    )
+
+
+@pytest.mark.parametrize("world", WORLDS)
+async def test_multileg_legs_carry_price_detail_and_a_contradicted_leg_is_refused(
+    broker: FidelityBroker, fake: FakeFidelity, world: str
+) -> None:
+    fake.orders.world = world
+    order = spread(("QS280121C7", LegAction.BUY_TO_OPEN), ("QS280121C12", LegAction.SELL_TO_OPEN))
+    preview = await broker.preview_multileg_order(order)
+    parameters = last_body(fake, MULTILEG_PREVIEW)["parameters"]
+    assert parameters["tradableSecOrderDetail"]["dbCrEvenCode"] == "DB"
+    assert parameters["tradableSecOrderDetail"]["netAmount"] == 0.92
+    legs = parameters["baseOrderDetail"]["optionDetail"]["complexOrderDetails"]
+    assert [leg["orderActionCode"] for leg in legs] == ["BO", "SO"]
+    assert fake.mdds is not None
+    for leg in legs:
+        detail = leg["priceDetail"]
+        assert set(detail) == {"price", "priceDateTime", "bidPrice", "askPrice"}
+        assert detail["price"] > 0 and 0 < detail["bidPrice"] < detail["askPrice"]
+        assert isinstance(detail["priceDateTime"], int) and detail["priceDateTime"] > 1_700_000_000
+    assert len({leg["priceDetail"]["price"] for leg in legs}) == 1  # the underlying's price on every leg
+    echoed = "BC, SC" if world == CAPTURED else "BO, SO"
+    assert preview.broker_action_desc == f"{echoed.split(', ')[0]} QS280121C7, {echoed.split(', ')[1]} QS280121C12"
+    placed = await broker.place_multileg_order(order, preview.conf_num)
+    place_legs = last_body(fake, MULTILEG_PLACE)["parameters"]["baseOrderDetail"]["optionDetail"]["complexOrderDetails"]
+    assert [leg["priceDetail"] for leg in place_legs] == [leg["priceDetail"] for leg in legs]
+    (listed,) = await broker.get_order_status(p.MARGIN)
+    assert listed.id_detail.conf_num == placed.conf_num
+
+    # A leg echoed with the other intent, side or quantity cannot bind.
+    for misread, problem in (
+        ({"orderActionCode": "BO"}, "asked to close"),
+        ({"orderActionCode": "SC"}, "asked to buy"),
+        ({"qty": 3}, "asked for 1, the broker understood 3"),
+    ):
+        fake.orders.misread = misread
+        closing = spread(("QS280121C7", LegAction.BUY_TO_CLOSE), ("QS280121C12", LegAction.BUY_TO_CLOSE))
+        with pytest.raises(e.ActionMismatch, match=problem):
+            await broker.preview_multileg_order(closing)
+
+
+async def test_the_fake_rejects_legs_without_price_detail(broker: FidelityBroker, fake: FakeFidelity) -> None:
+    body = w.multileg_body(
+        spread(("QS280121C7", LegAction.BUY_TO_OPEN), ("QS280121C12", LegAction.SELL_TO_OPEN)), True, [{}, {}]
+    )
+    answer = await broker._order_entry(w.MULTILEG_PREVIEW_URL, body, "multi-leg order preview")
+    with pytest.raises(e.OrderRejected, match="Price details are missing for leg QS280121C7"):
+        m.map_preview(
+            answer,
+            multileg_intent(spread(("QS280121C7", LegAction.BUY_TO_OPEN), ("QS280121C12", LegAction.SELL_TO_OPEN))),
+        )

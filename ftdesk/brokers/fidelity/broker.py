@@ -12,8 +12,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections import OrderedDict
 from collections.abc import Sequence
 from datetime import date
+from typing import Any
 
 from ftdesk.brokers.base import AccountEventConnection, AccountEventFeed, QuoteFeed
 from ftdesk.brokers.fidelity import accounts as acct
@@ -88,6 +90,7 @@ class FidelityBroker(OrdersModule, MarketDataModule, ResearchModule, UserDataMod
         self._accounts: list[Account] | None = None
         self._accounts_at = 0.0
         self._accounts_lock = asyncio.Lock()
+        self._preview_leg_prices: OrderedDict[str, list[dict[str, Any]]] = OrderedDict()
 
     # --- lifecycle and session ----------------------------------------------------------------
 

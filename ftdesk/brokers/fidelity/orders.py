@@ -9,15 +9,21 @@ Request bodies live in ``orders_wire``, answer mapping in ``orders_mapping``.
 
 from __future__ import annotations
 
+import logging
 import math
+from collections import OrderedDict
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from ftdesk.brokers.fidelity import orders_mapping as m
 from ftdesk.brokers.fidelity import orders_wire as w
+from ftdesk.brokers.fidelity.accounts import option_contract
 from ftdesk.brokers.fidelity.http import raise_for_status
 from ftdesk.brokers.fidelity.module import FidelityModule
-from ftdesk.domain.errors import NotFound
+from ftdesk.brokers.fidelity.orders_actions import Asked
+from ftdesk.domain.errors import BrokerError, FtdeskError, NotFound
+from ftdesk.domain.order_actions import ActionKind, leg_intent, row_for
 from ftdesk.domain.orders import (
     CancelPreview,
     CancelResult,
@@ -44,9 +50,29 @@ from ftdesk.domain.orders import (
 )
 
 if TYPE_CHECKING:
+    from ftdesk.brokers.base import QuoteFeed
     from ftdesk.domain.accounts import Account
 
+log = logging.getLogger(__name__)
+
 _BUYS = {EquityAction.BUY.value, EquityAction.BUY_TO_COVER.value}
+_LEG_PRICES_KEPT = 256  # previews whose leg quotes are kept for their place (previews live minutes)
+
+
+def _option_type(symbol: str) -> str | None:
+    contract = option_contract(symbol)
+    return contract.option_type.value.lower() if contract is not None else None
+
+
+def equity_asked(acct_num: str, order: EquityOrder | ConditionalLeg) -> Asked:
+    """Return what the broker's echo of an equity order (or conditional leg) must agree with."""
+    return Asked(
+        kind=ActionKind.EQUITY,
+        row=row_for(ActionKind.EQUITY, EquityAction(order.action).value),
+        symbol=order.symbol.strip().upper(),
+        qty=float(order.qty),
+        price_type=order.price_type.value,
+    )
 
 
 def equity_intent(order: EquityOrder) -> m.Intent:
@@ -61,14 +87,25 @@ def equity_intent(order: EquityOrder) -> m.Intent:
         stop_price=order.stop_price,
         tif=order.tif,
         buy=order.action.value in _BUYS,
+        asked=(equity_asked(order.acct_num, order),),
     )
 
 
 def option_intent(order: OptionOrder) -> m.Intent:
     """Return what a single-leg option order asks for."""
+    symbol = order.symbol.strip().upper().lstrip("-")
+    asked = Asked(
+        kind=ActionKind.OPTION,
+        row=row_for(ActionKind.OPTION, order.action.value, order.position_intent),
+        symbol=symbol,
+        qty=float(order.qty),
+        price_type=order.price_type.value,
+        option_type=_option_type(symbol),
+        intent=order.position_intent,
+    )
     return m.Intent(
         acct_num=order.acct_num,
-        symbol=order.symbol.strip().upper().lstrip("-"),
+        symbol=symbol,
         action=order.action.value,
         qty=float(order.qty),
         price_type=order.price_type,
@@ -76,12 +113,25 @@ def option_intent(order: OptionOrder) -> m.Intent:
         stop_price=order.stop_price,
         tif=order.tif,
         buy=order.action in (OptionAction.BUY_CALL, OptionAction.BUY_PUT),
+        asked=(asked,),
+        position_intent=order.position_intent,
     )
 
 
 def multileg_intent(order: MultiLegOptionOrder) -> m.Intent:
-    """Return what a multi-leg order asks for: the underlying, debit or credit, the number of spreads."""
+    """Return what a multi-leg order asks for: the underlying, debit or credit, the number of spreads, each leg."""
     spreads = math.gcd(*(leg.qty for leg in order.legs))
+    legs = tuple(
+        Asked(
+            kind=ActionKind.LEG,
+            row=row_for(ActionKind.LEG, leg.action.value, leg_intent(leg.action)),
+            symbol=leg.symbol.strip().upper().lstrip("-"),
+            qty=float(leg.qty),
+            option_type=_option_type(leg.symbol.strip().upper().lstrip("-")),
+            intent=leg_intent(leg.action),
+        )
+        for leg in order.legs
+    )
     return m.Intent(
         acct_num=order.acct_num,
         symbol=order.underlying.strip().upper(),
@@ -92,10 +142,13 @@ def multileg_intent(order: MultiLegOptionOrder) -> m.Intent:
         stop_price=None,
         tif=order.tif,
         buy=order.debit_credit is not DebitCredit.CREDIT,
+        asked=legs,
+        multileg=True,
+        debit_credit=order.debit_credit.value,
     )
 
 
-def leg_intent(acct_num: str, leg: ConditionalLeg) -> m.Intent:
+def leg_intent_of(acct_num: str, leg: ConditionalLeg) -> m.Intent:
     """Return what one conditional leg asks for."""
     return m.Intent(
         acct_num=acct_num,
@@ -107,7 +160,18 @@ def leg_intent(acct_num: str, leg: ConditionalLeg) -> m.Intent:
         stop_price=leg.stop_price,
         tif=leg.tif,
         buy=leg.action.value in _BUYS,
+        asked=(equity_asked(acct_num, leg),),
     )
+
+
+def _unix_seconds(iso: str, fallback: datetime) -> int:
+    try:
+        moment = datetime.fromisoformat(iso.replace("Z", "+00:00"))
+    except ValueError:
+        moment = fallback
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return int(moment.timestamp())
 
 
 class OrdersModule(FidelityModule):
@@ -119,11 +183,48 @@ class OrdersModule(FidelityModule):
 
         async def get_account(self, acct_num: str) -> Account: ...
 
+        quote_feed: QuoteFeed
+        _preview_leg_prices: OrderedDict[str, list[dict[str, Any]]]  # conf_num -> the legs' priceDetail
+
     async def _order_entry(self, url: str, body: dict[str, Any], what: str) -> Any:
         """Send one order-entry call as a write (never coalesced, never retried) and return its JSON."""
         response = await self._require().call("POST", url, body=body, read=False)
         raise_for_status(response, what)
         return response.json()
+
+    async def _leg_prices(self, order: MultiLegOptionOrder) -> list[dict[str, Any]]:
+        """Return each leg's ``priceDetail`` from a quote taken now (the upstream wants them on every leg, 4.14)."""
+        underlying = order.underlying.strip().upper()
+        legs = [leg.symbol.strip().upper().lstrip("-") for leg in order.legs]
+        quotes = {q.symbol.lstrip("-").upper(): q for q in await self.quote_feed.snapshot([underlying, *legs])}
+        missing = [symbol for symbol in (underlying, *legs) if symbol not in quotes]
+        if missing:
+            raise BrokerError(
+                f"No quote for {', '.join(missing)}: a multi-leg preview sends each leg's price and the underlying's",
+                details={"symbols": missing},
+            )
+        now = self.clock.now()
+        spot = quotes[underlying].last or (quotes[underlying].bid + quotes[underlying].ask) / 2
+        return [
+            w.leg_price_detail(spot, _unix_seconds(quotes[s].time, now), quotes[s].bid, quotes[s].ask) for s in legs
+        ]
+
+    async def _upstream_action(self, conf_num: str, acct_num: str, action_code: str) -> str:
+        """Return the order's own upstream action code from its status, for the cancel to echo (4.15).
+
+        The public code alone can be ambiguous (``BC`` is buy to cover for an equity, buy call for an option);
+        when the status cannot be read the cancel still goes out, with the code mapped as well as it can be.
+        """
+        try:
+            for order in await self.get_order_status(acct_num):
+                if (
+                    order.id_detail.conf_num.upper() == conf_num.strip().upper()
+                    and order.order_detail.broker_action_code
+                ):
+                    return order.order_detail.broker_action_code
+        except FtdeskError:
+            log.warning("Could not read order %s before canceling it; sending action code %s", conf_num, action_code)
+        return w.cancel_action_code(action_code)
 
     async def _margin(self, acct_num: str) -> bool:
         """Return whether the account trades on margin (raise ``NotFound`` for an unknown account)."""
@@ -190,13 +291,23 @@ class OrdersModule(FidelityModule):
 
     async def preview_multileg_order(self, order: MultiLegOptionOrder) -> OrderPreview:
         """Validate and price a multi-leg option order."""
-        body = w.multileg_body(order, await self._margin(order.acct_num))
+        margin = await self._margin(order.acct_num)
+        prices = await self._leg_prices(order)
+        body = w.multileg_body(order, margin, prices)
         payload = await self._order_entry(w.MULTILEG_PREVIEW_URL, body, "multi-leg order preview")
-        return m.map_preview(payload, multileg_intent(order), what="multi-leg order preview")
+        preview = m.map_preview(payload, multileg_intent(order), what="multi-leg order preview")
+        kept = self._preview_leg_prices
+        kept[preview.conf_num] = prices
+        while len(kept) > _LEG_PRICES_KEPT:
+            kept.popitem(last=False)
+        return preview
 
     async def place_multileg_order(self, order: MultiLegOptionOrder, conf_num: str) -> OrderPlacement:
         """Place a previewed multi-leg option order."""
-        body = w.multileg_body(order, await self._margin(order.acct_num), conf_num)
+        margin = await self._margin(order.acct_num)
+        # The place repeats the preview's body, leg prices included; without them (unknown conf_num) quote again.
+        prices = self._preview_leg_prices.pop(conf_num, None) or await self._leg_prices(order)
+        body = w.multileg_body(order, margin, prices, conf_num)
         payload = await self._order_entry(w.MULTILEG_PLACE_URL, body, "multi-leg order")
         return m.map_placement(payload, order.acct_num, conf_num, what="multi-leg order")
 
@@ -205,14 +316,16 @@ class OrdersModule(FidelityModule):
     async def preview_cancel(self, conf_num: str, acct_num: str, action_code: str) -> CancelPreview:
         """Say what canceling this order would do."""
         await self.get_account(acct_num)
-        body = w.cancel_body(conf_num, acct_num, action_code, preview=True)
+        code = await self._upstream_action(conf_num, acct_num, action_code)
+        body = w.cancel_body(conf_num, acct_num, code, preview=True)
         payload = await self._order_entry(w.CANCEL_PREVIEW_URL, body, "cancel preview")
         return m.map_cancel_preview(payload, conf_num, acct_num)
 
     async def cancel_order(self, conf_num: str, acct_num: str, action_code: str) -> CancelResult:
         """Cancel a working order (sent once: never retried)."""
         await self.get_account(acct_num)
-        body = w.cancel_body(conf_num, acct_num, action_code, preview=False)
+        code = await self._upstream_action(conf_num, acct_num, action_code)
+        body = w.cancel_body(conf_num, acct_num, code, preview=False)
         payload = await self._order_entry(w.CANCEL_PLACE_URL, body, "cancel")
         return m.map_cancel(payload, conf_num, acct_num)
 
@@ -238,7 +351,7 @@ class OrdersModule(FidelityModule):
         """Validate and price an OTO/OCO/OTOCO order: one conf_num per leg."""
         body = w.conditional_preview_body(order, await self._margin(order.acct_num))
         payload = await self._order_entry(w.CONDITIONAL_PREVIEW_URL, body, "conditional order preview")
-        intents = [leg_intent(order.acct_num, leg) for leg in order.legs]
+        intents = [leg_intent_of(order.acct_num, leg) for leg in order.legs]
         return m.map_conditional_preview(payload, order.acct_num, order.cond_order_type_code, intents)
 
     async def place_conditional_order(self, order: ConditionalOrder, conf_nums: Sequence[str]) -> OrderPlacement:
@@ -253,7 +366,7 @@ class OrdersModule(FidelityModule):
         margin = await self._margin(order.acct_num)
         body = w.conditional_replace_body(replace.orig_conf_nums, order, margin, None)
         payload = await self._order_entry(w.CONDITIONAL_REPLACE_PREVIEW_URL, body, "conditional replace preview")
-        intents = [leg_intent(order.acct_num, leg) for leg in order.legs]
+        intents = [leg_intent_of(order.acct_num, leg) for leg in order.legs]
         return m.map_conditional_preview(
             payload, order.acct_num, order.cond_order_type_code, intents, what="conditional replace preview"
         )

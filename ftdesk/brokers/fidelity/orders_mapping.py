@@ -15,8 +15,9 @@ from typing import Any
 from ftdesk.brokers.fidelity import values as v
 from ftdesk.brokers.fidelity.accounts import option_contract
 from ftdesk.brokers.fidelity.http import parse_upstream_detail, raise_for_business_error
-from ftdesk.brokers.fidelity.orders_wire import EQUITY_ACTION_FROM_WIRE
+from ftdesk.brokers.fidelity.orders_actions import Asked, ReadBack, check_legs, check_single, read_back
 from ftdesk.domain.errors import BrokerError, OrderRejected
+from ftdesk.domain.order_actions import ActionKind
 from ftdesk.domain.orders import (
     CancelConfirmDetail,
     CancelPreview,
@@ -33,6 +34,7 @@ from ftdesk.domain.orders import (
     OrderPreview,
     OrderStatus,
     OrderStatusDetail,
+    PositionIntent,
     PriceType,
     QuoteAtPreview,
     StagedOrder,
@@ -138,6 +140,11 @@ class Intent:
     stop_price: float | None
     tif: TimeInForce
     buy: bool
+    asked: tuple[Asked, ...] = ()
+    """What the broker's echo is checked against: the order, or each multi-leg leg (``multileg``)."""
+    multileg: bool = False
+    position_intent: PositionIntent | None = None
+    debit_credit: str | None = None
 
 
 def map_preview(payload: Any, intent: Intent, *, what: str = "order preview") -> OrderPreview:
@@ -147,15 +154,46 @@ def map_preview(payload: Any, intent: Intent, *, what: str = "order preview") ->
     conf_num = v.text(detail.get("confNum"))
     if not conf_num:
         raise BrokerError(f"Fidelity answered the {what} without a confirmation number", details={"raw": payload})
-    preview = map_confirm(detail, intent)
+    preview = map_confirm(detail, intent, what=what)
     warnings = upstream_messages(payload, ("warning",))
+    warnings += [w for w in preview.warnings if w not in warnings]
     return preview.model_copy(
         update={"acct_num": answer_acct_num(payload, intent.acct_num), "warnings": warnings, "raw": _as_dict(payload)}
     )
 
 
-def map_confirm(detail: dict[str, Any], intent: Intent) -> OrderPreview:
-    """Map one ``orderConfirmDetail`` (estimates and the quote at preview time) to an ``OrderPreview``."""
+def check_echo(detail: dict[str, Any], intent: Intent, what: str) -> tuple[str | None, str | None, list[str]]:
+    """Check what the broker says it understood against the request (``ActionMismatch`` on a contradiction).
+
+    Return the broker's action code and words to show, and the warnings of the check.
+    """
+    order = v.obj(detail, "orderDetail")
+    base = v.obj(order, "baseOrderDetail")
+    conf_num = v.text(detail.get("confNum"))
+    if intent.multileg:
+        tradable = v.obj(order, "tradableSecOrderDetail")
+        legs = _complex_legs(order)
+        echoed = v.text(tradable.get("dbCrEvenCode"))
+        extra = []
+        if echoed is not None and intent.debit_credit is not None and echoed.upper() != intent.debit_credit:
+            extra.append(f"asked for a net {intent.debit_credit}, the broker understood {echoed}")
+        warnings = check_legs(intent.asked, legs, what, conf_num, extra)
+        words = ", ".join(
+            f"{v.text_or(leg.get('actionCodeDesc')) or v.text_or(leg.get('orderActionCode'))} "
+            f"{v.text_or(v.first(leg, 'securityDetail.symbol')).lstrip('-')}"
+            for leg in legs
+        )
+        return echoed, words or None, warnings
+    warnings = check_single(intent.asked[0], detail, what) if intent.asked else []
+    return v.text(base.get("orderActionCode")), v.text(base.get("actionCodeDesc")), warnings
+
+
+def map_confirm(detail: dict[str, Any], intent: Intent, *, what: str = "order preview") -> OrderPreview:
+    """Map one ``orderConfirmDetail`` (estimates and the quote at preview time) to an ``OrderPreview``.
+
+    The broker's echo is checked against the request first: a contradiction raises ``ActionMismatch``.
+    """
+    broker_code, broker_desc, checked = check_echo(detail, intent, what)
     order = v.obj(detail, "orderDetail")
     base = v.obj(order, "baseOrderDetail")
     price = v.obj(detail, "priceDetail")
@@ -193,18 +231,21 @@ def map_confirm(detail: dict[str, Any], intent: Intent) -> OrderPreview:
         resp_type_code=v.text(detail.get("respTypeCode")) or "V",
         symbol=symbol.lstrip("-"),
         action=intent.action,
-        action_desc=v.text(base.get("actionCodeDesc")) or intent.action,
+        action_desc=broker_desc or intent.action,
         qty=intent.qty,
         price_type=intent.price_type,
         limit_price=intent.limit_price,
         stop_price=intent.stop_price,
         tif=intent.tif,
+        position_intent=intent.position_intent,
+        broker_action_code=broker_code,
+        broker_action_desc=broker_desc,
         quote=quote,
         est_commission=commission,
         est_fees=fees,
         est_cost=round(cost, 4),
         est_proceeds=round(proceeds, 4),
-        warnings=upstream_messages(order, ("warning",)),
+        warnings=upstream_messages(order, ("warning",)) + checked,
         raw=detail,
     )
 
@@ -253,7 +294,7 @@ def map_conditional_preview(
         raise BrokerError(
             f"Fidelity answered the {what} with {len(legs)} confirmed legs for {len(intents)}", details={"raw": payload}
         )
-    previews = [map_confirm(leg, intent) for leg, intent in zip(legs, intents, strict=True)]
+    previews = [map_confirm(leg, intent, what=what) for leg, intent in zip(legs, intents, strict=True)]
     roots = v.records_with(payload, "condOrderDetails")
     top_level = {key: value for key, value in (roots[0] if roots else {}).items() if key != "condOrderDetails"}
     return ConditionalPreview(
@@ -389,9 +430,15 @@ def map_order(raw: dict[str, Any]) -> Order:
         security_type = "OPTION"
     else:
         security_type = "EQUITY"
-    action = v.text_or(base.get("orderActionCode"))
-    if security_type == "EQUITY":
-        action = EQUITY_ACTION_FROM_WIRE.get(action, action)
+    code = v.text_or(base.get("orderActionCode"))
+    contract = option_contract(symbol)
+    option_type = contract.option_type.value.lower() if contract is not None else None
+    dbcr = v.text(tradable.get("dbCrEvenCode"))
+    if security_type == "MULTI_LEG" and dbcr:
+        said = ReadBack(dbcr.upper(), None, False, dbcr.upper())  # a spread's action is its net debit or credit
+    else:
+        kind = ActionKind.EQUITY if security_type == "EQUITY" else ActionKind.OPTION
+        said = read_back(kind, code, v.text(base.get("actionCodeDesc")), option_type)
     qty = v.number(amount.get("qty"))
     if qty is None:
         qty = v.number_or(v.first(base, "qty", "origQty"))
@@ -409,14 +456,7 @@ def map_order(raw: dict[str, Any]) -> Order:
         v.flag_or(status_raw.get("replaceableInd"), status.is_working and security_type == "EQUITY")
         and status.is_working
     )
-    legs = [
-        OrderLegDetail(
-            symbol=v.text_or(v.first(leg, "securityDetail.symbol", "symbol")).lstrip("-"),
-            action=v.text_or(leg.get("orderActionCode")),
-            qty=v.number_or(leg.get("qty")),
-        )
-        for leg in _complex_legs(raw)
-    ]
+    legs = [_leg_detail(leg) for leg in _complex_legs(raw)]
     cond = v.text(v.first(raw, "condOrderTypeCode", "baseOrderDetail.condOrderTypeCode"))
     status_desc = v.text(status_raw.get("statusDesc")) or status.value.replace("_", " ").capitalize()
     return Order(
@@ -436,13 +476,16 @@ def map_order(raw: dict[str, Any]) -> Order:
         ),
         order_detail=OrderBaseDetail(
             symbol=symbol,
-            action=action,
-            action_desc=v.text(base.get("actionCodeDesc")) or action,
+            action=said.action,
+            action_desc=v.text(base.get("actionCodeDesc")) or said.desc or said.action,
             qty=qty,
             price_type=price_type,
             limit_price=limit_price,
             stop_price=stop_price,
             tif=_TIFS.get(v.text_or(tradable.get("tifCode")).upper(), TimeInForce.DAY),
+            position_intent=said.intent,
+            broker_action_code=(dbcr if security_type == "MULTI_LEG" and dbcr else code) or None,
+            action_unrecognized=said.unrecognized,
             security_type=security_type,
             entry_time=v.iso_time(base.get("entryDatetime")) or "",
             cond_order_type_code=ConditionalType(cond)
@@ -451,6 +494,19 @@ def map_order(raw: dict[str, Any]) -> Order:
             legs=legs,
         ),
         raw=raw,
+    )
+
+
+def _leg_detail(leg: dict[str, Any]) -> OrderLegDetail:
+    """Map one complex-order leg; its action is read with the leg table (an answer's BC/SC names only the side)."""
+    code = v.text_or(leg.get("orderActionCode"))
+    said = read_back(ActionKind.LEG, code, v.text(leg.get("actionCodeDesc")))
+    return OrderLegDetail(
+        symbol=v.text_or(v.first(leg, "securityDetail.symbol", "symbol")).lstrip("-"),
+        action=said.action,
+        qty=v.number_or(leg.get("qty")),
+        position_intent=said.intent,
+        broker_action_code=code or None,
     )
 
 

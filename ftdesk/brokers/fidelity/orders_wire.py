@@ -13,11 +13,13 @@ from collections.abc import Sequence
 from typing import Any
 
 from ftdesk.brokers.fidelity.http import DPSERVICE
+from ftdesk.domain.order_actions import ActionKind, leg_intent, row_for
 from ftdesk.domain.orders import (
     ConditionalLeg,
     ConditionalOrder,
     EquityAction,
     EquityOrder,
+    LegAction,
     MultiLegOptionOrder,
     OptionOrder,
     PriceType,
@@ -48,10 +50,6 @@ TRADE_AGREEMENT_URL = f"{DP}/trade/useragreement/modify/v1"
 STATUS_HEADERS = {"CL": "3"}  # the app sends it to order status (2.1); the upstream accepts calls without it
 STAGED_STAGE_TYPE = "saveD_ORDER"  # the upstream's own spelling (4.18)
 
-# The spec's equity actions that differ from the upstream's: upstream "SS" means "sell specific shares" (4.12).
-_EQUITY_ACTION_TO_WIRE = {EquityAction.SELL_SHORT: "SH", EquityAction.BUY_TO_COVER: "BH"}
-EQUITY_ACTION_FROM_WIRE = {"SH": EquityAction.SELL_SHORT.value, "BH": EquityAction.BUY_TO_COVER.value}
-
 
 def tracking_headers() -> dict[str, str]:
     """Return the ``FID-LOG-TRACKING-ID`` header the app sends to the staging endpoints (2.1)."""
@@ -59,15 +57,25 @@ def tracking_headers() -> dict[str, str]:
 
 
 def equity_action_code(action: EquityAction | str) -> str:
-    """Return the upstream action code of an equity action (sell short ``SH``, buy to cover ``BH``)."""
-    try:
-        return _EQUITY_ACTION_TO_WIRE.get(EquityAction(action), str(action))
-    except ValueError:
-        return str(action)
+    """Return the upstream code of an equity action from the action table (sell short ``SH``, buy to cover ``BH``)."""
+    return row_for(ActionKind.EQUITY, EquityAction(action).value).upstream
+
+
+def option_action_code(order: OptionOrder) -> str:
+    """Return the upstream code of a single-leg option action and its position intent, from the action table."""
+    return row_for(ActionKind.OPTION, order.action.value, order.position_intent).upstream
+
+
+def leg_action_code(action: LegAction) -> str:
+    """Return the upstream code of a multi-leg leg action, from the action table."""
+    return row_for(ActionKind.LEG, action.value, leg_intent(action)).upstream
 
 
 def cancel_action_code(action_code: str) -> str:
-    """Return the upstream action code a cancel echoes: the spec's ``SS`` (sell short) is upstream ``SH``."""
+    """Return the upstream code a cancel echoes when the order's own code could not be read from its status.
+
+    The spec's equity ``SS`` (sell short) is upstream ``SH``; other codes are passed as given.
+    """
     code = action_code.strip().upper()
     return "SH" if code == EquityAction.SELL_SHORT.value else code
 
@@ -169,7 +177,7 @@ def option_parameter(order: OptionOrder, margin: bool) -> dict[str, Any]:
     """Return the ``request.parameter`` of a single-leg option preview (v2)."""
     return {
         "baseOrderDetail": {
-            "orderActionCode": order.action.value,
+            "orderActionCode": option_action_code(order),
             "acctTypeCode": acct_type_code(margin),
             "qty": order.qty,
             "qtyTypeCode": "S",
@@ -205,8 +213,24 @@ def option_place_body(order: OptionOrder, margin: bool, conf_num: str) -> dict[s
 # --- multi-leg option (4.14) ----------------------------------------------------------------------------
 
 
-def multileg_body(order: MultiLegOptionOrder, margin: bool, conf_num: str | None = None) -> dict[str, Any]:
-    """Return the style-C multi-leg request: ``reqTypeCode`` ``N`` to preview, ``P`` with ``confNum`` to place."""
+def leg_price_detail(underlying_price: float, price_time: int, bid: float, ask: float) -> dict[str, Any]:
+    """Return a leg's ``priceDetail``: the underlying's price, the quote time (unix s), the leg's bid and ask."""
+    return {"price": underlying_price, "priceDateTime": price_time, "bidPrice": bid, "askPrice": ask}
+
+
+def multileg_body(
+    order: MultiLegOptionOrder,
+    margin: bool,
+    leg_prices: Sequence[dict[str, Any]],
+    conf_num: str | None = None,
+) -> dict[str, Any]:
+    """Return the style-C multi-leg request: ``reqTypeCode`` ``N`` to preview, ``P`` with ``confNum`` to place.
+
+    Every leg carries its ``priceDetail`` (from the quote at preview time, as captured in 4.14); the place must
+    repeat the preview's, so the caller passes the same ``leg_prices`` to both. ``netAmount`` is the net limit
+    per spread as a positive number and ``dbCrEvenCode`` says debit or credit (a captured debit sends 0.92 with
+    ``DB``); the preview answer's ``dbCrEvenCode`` is checked against it.
+    """
     tradable: dict[str, Any] = {"tifCode": order.tif.value, "dbCrEvenCode": order.debit_credit.value}
     if order.price_type is PriceType.LIMIT:
         tradable["netAmount"] = order.net_price
@@ -223,11 +247,12 @@ def multileg_body(order: MultiLegOptionOrder, margin: bool, conf_num: str | None
             "complexOrderDetails": [
                 {
                     "type": "O",
-                    "orderActionCode": leg.action.value,
+                    "orderActionCode": leg_action_code(leg.action),
                     "qty": leg.qty,
                     "securityDetail": {"symbolCUSIPCode": "S", "symbol": leg.symbol.strip().upper().lstrip("-")},
+                    "priceDetail": dict(price),
                 }
-                for leg in order.legs
+                for leg, price in zip(order.legs, leg_prices, strict=True)
             ],
         },
     }

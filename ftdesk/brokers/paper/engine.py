@@ -109,6 +109,7 @@ from ftdesk.domain.orders import (
     OrderPlacement,
     OrderPreview,
     OrderStatus,
+    PositionIntent,
     PriceType,
     QuoteAtPreview,
     ReplaceOrder,
@@ -788,7 +789,26 @@ class OrderEngine:
                 f"{spec.action} ({spec.action_desc}) does not match {spec.symbol}, which is a"
                 f" {option.option_type.value.lower()}",
             )
+        if spec.intent is not None:
+            self._check_intent(spec)
         self._check_level(rules, [(spec.symbol, spec.sign * spec.qty, Decimal(0))])
+
+    def _check_intent(self, spec: Spec) -> None:
+        """Hold a single-leg option order to its stated position intent, as a multi-leg leg is held to BC/SC/BO/SO."""
+        held = self._ledger.position_quantity(spec.acct_num, spec.symbol)
+        if spec.intent is PositionIntent.CLOSE and held * -spec.sign < spec.qty:
+            what = "short" if spec.sign > 0 else "long"
+            raise _reject(
+                "INSUFFICIENT_POSITION",
+                f"{spec.action} {spec.qty} {spec.symbol} to close needs a {what} position of at least {spec.qty}, but"
+                f" you hold {abs(held)} {'short' if held < 0 else 'long'}",
+            )
+        if spec.intent is PositionIntent.OPEN and held * spec.sign < 0:
+            raise _reject(
+                "POSITION_CONFLICT",
+                f"{spec.action} {spec.symbol} to open, but you hold the opposite side ({held}): use position_intent"
+                " close to close it",
+            )
 
     def _check_multileg(self, spec: Spec, rules: AccountRules) -> _Priced:
         if not self._store.query_one(
@@ -1041,6 +1061,9 @@ class OrderEngine:
             limit_price=price_float(spec.limit) if spec.limit is not None else None,
             stop_price=price_float(spec.stop) if spec.stop is not None else None,
             tif=spec.tif,
+            position_intent=spec.intent,
+            broker_action_code=spec.action,
+            broker_action_desc=spec.action_desc,
             quote=QuoteAtPreview(price=quote.last, bid=quote.bid, ask=quote.ask, time=quote.time) if quote else None,
             est_commission=dollars(priced.commission_cents),
             est_fees=dollars(priced.fees_cents),

@@ -27,6 +27,7 @@ from ftdesk.domain.orders import (
     OrderLegDetail,
     OrderStatus,
     OrderStatusDetail,
+    PositionIntent,
     PriceType,
     TimeInForce,
 )
@@ -134,6 +135,7 @@ class Spec:
     stop: Decimal | None
     tif: TimeInForce
     legs: tuple[Leg, ...] = ()
+    intent: PositionIntent | None = None  # a single-leg option's stated open/close (checked at preview and place)
 
     @property
     def sign(self) -> int:
@@ -289,6 +291,7 @@ def option_spec(order: OptionOrder) -> Spec:
         symbol=option_symbol(order.symbol),
         action=OptionAction(order.action).value,
         qty=order.qty,
+        intent=order.position_intent,
         price_type=order.price_type,
         limit=_optional_price(order.limit_price),
         stop=_optional_price(order.stop_price),
