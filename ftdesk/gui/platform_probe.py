@@ -107,7 +107,10 @@ _PLUGIN_FILES = {
 }
 # What Qt bundles itself (PySide6's Qt/lib): missing one of these means a broken install, not a missing package.
 _BUNDLED = re.compile(r"^lib(Qt6|icu|pyside6|shiboken6)")
-_MISSING_LIBRARY = re.compile(r"^([^:\s]+\.so[.\d]*): cannot open shared object file")
+# The dynamic loader's error: "<library or its path>: <why>", e.g. "libxcb-cursor.so.0: cannot open shared
+# object file: No such file or directory", or "/some/dir/libxcb-cursor.so.0: file too short".
+_LOADER_ERROR = re.compile(r"^(?:[^:]*/)?([^/:\s]+\.so(?:\.\d+)*): (.+)$")
+_NOT_FOUND = "cannot open shared object file"
 
 
 class LibraryLoader:
@@ -130,7 +133,8 @@ class LibraryLoader:
         return None
 
 
-def _default_os_release() -> Mapping[str, str]:
+def read_os_release() -> Mapping[str, str]:
+    """Return this system's os-release fields (/etc/os-release), or nothing where it has none."""
     try:
         return platform.freedesktop_os_release()
     except OSError:
@@ -339,7 +343,7 @@ class PlatformProbe:
     system: str = sys.platform
     pyside_dir: Path | None = None
     loader: LibraryLoader = field(default_factory=LibraryLoader)
-    os_release: Callable[[], Mapping[str, str]] = _default_os_release
+    os_release: Callable[[], Mapping[str, str]] = read_os_release
     connect: Callable[[int, str | tuple[str, int], float], bool] = can_connect
     x_error: Callable[[str], int] = x_connection_error
     timeout: float = CONNECT_TIMEOUT
@@ -367,10 +371,14 @@ class PlatformProbe:
             problem = self._wayland_display(name)
             if problem is not None:
                 return problem
-        problem = self._load_plugin(name)
-        if problem is not None or name != "xcb":
-            return problem
-        return self._x_display(name)
+        plugin = self._load_plugin(name)
+        if name != "xcb":
+            return plugin
+        # Both checks, so a display that is gone and missing libraries are named together.
+        display = self._x_display(name)
+        if display is None or plugin is None:
+            return display or plugin
+        return Problem(name, f"{display.reason}, and {plugin.reason}", plugin.missing, no_display=True)
 
     def _load_plugin(self, name: str) -> Problem | None:
         pyside_dir = self.pyside_dir if self.pyside_dir is not None else find_pyside6()
@@ -380,21 +388,25 @@ class PlatformProbe:
         if files is None:
             return None  # a plugin this probe does not know: Qt finds it by its metadata, not its file name
         dirs = platform_plugin_dirs(self.environ, pyside_dir)
-        plugin = next((d / f for d in dirs for f in files if (d / f).is_file()), None)
-        if plugin is None:
+        plugins = [d / f for d in dirs for f in files if (d / f).is_file()]
+        if not plugins:
             return Problem(name, f"Qt's {name} platform plugin is not in {', '.join(str(d) for d in dirs)}")
-        error = self.loader.load(str(plugin))
-        if error is None:
+        # Qt tries the plugin in QT_QPA_PLATFORM_PLUGIN_PATH, then its other plugin folders: any one will do.
+        errors = [self.loader.load(str(plugin)) for plugin in plugins]
+        if None in errors:
             return None
-        first = _MISSING_LIBRARY.match(error)
+        error = str(errors[0])
+        first = _LOADER_ERROR.match(error)
+        if first and first.group(1) in files:
+            return Problem(name, f"Qt's {name} platform plugin is damaged ({error}); reinstall ftdesk")
         named = [first.group(1)] if first else []
         # The loader stops at the first missing library: look the others up too, so one install fixes all.
         others = [lib for lib in _SYSTEM_LIBRARIES.get(name.split("-")[0], []) if self.loader.load(lib) is not None]
         missing = tuple(dict.fromkeys([*named, *others]))
         if not missing:
             return Problem(name, f"Qt's {name} platform plugin does not load ({error})")
-        libraries = ", ".join(missing)
-        return Problem(name, f"Qt's {name} platform plugin needs {libraries}, missing on this system", missing)
+        lacking = "missing on this system" if _NOT_FOUND in error else f"missing or broken on this system ({error})"
+        return Problem(name, f"Qt's {name} platform plugin needs {', '.join(missing)}, {lacking}", missing)
 
     def _wayland_display(self, name: str) -> Problem | None:
         if self.environ.get("WAYLAND_SOCKET"):

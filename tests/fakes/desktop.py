@@ -45,6 +45,15 @@ def broken_xcb_plugin(root: Path) -> Path:
     return platforms
 
 
+def unusable_library(folder: Path, soname: str = "libxcb-cursor.so.0") -> Path:
+    """Return a folder for LD_LIBRARY_PATH whose soname is an empty file: the dynamic loader finds it first
+    and refuses it ("file too short"), for Qt's plugin as for anything else, as where the library is broken.
+    """
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / soname).write_bytes(b"")
+    return folder
+
+
 def free_tcp_port() -> int:
     """Return a loopback port that was free a moment ago."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:

@@ -147,16 +147,54 @@ def test_an_x_server_that_refuses_the_client_is_reported() -> None:
     assert f"the X server at DISPLAY={display} refused the connection (check XAUTHORITY" in problem.message()
 
 
+def broken_pyside6(tmp_path: Path) -> Path:
+    """Return a PySide6 folder whose xcb plugin the dynamic loader refuses for want of ABSENT_LIBRARY."""
+    broken_xcb_plugin(tmp_path / "PySide6" / "Qt")
+    return tmp_path / "PySide6"
+
+
 @linux_only
 def test_a_plugin_the_loader_refuses_names_the_missing_library(tmp_path: Path) -> None:
-    platforms = broken_xcb_plugin(tmp_path)
-    environ = {"QT_QPA_PLATFORM": "xcb", "QT_QPA_PLATFORM_PLUGIN_PATH": str(platforms), "DISPLAY": ":0"}
-    problem = PlatformProbe(environ=environ, os_release=lambda: UBUNTU).run()
-    assert problem is not None and not problem.no_display
+    environ = {"DISPLAY": f":{unused_display_number()}"}
+    problem = PlatformProbe(environ=environ, pyside_dir=broken_pyside6(tmp_path), os_release=lambda: UBUNTU).run()
+    assert problem is not None
     assert problem.missing[0] == ABSENT_LIBRARY
     message = problem.message()
-    assert f"Qt's xcb platform plugin needs {ABSENT_LIBRARY}" in message
-    assert f"install the package that provides {ABSENT_LIBRARY}" in message
+    # the display that is gone and the library, together: one message, one fix
+    assert "the tray cannot start: no display (nothing answers at DISPLAY=" in message
+    assert f", and Qt's xcb platform plugin needs {ABSENT_LIBRARY}" in message
+    assert f"To fix it: install the package that provides {ABSENT_LIBRARY}" in message
+
+
+@linux_only
+@pytest.mark.skipif(shutil.which("Xvfb") is None, reason="needs Xvfb for a real X server")
+def test_on_a_live_display_a_refused_plugin_is_the_only_problem(tmp_path: Path) -> None:
+    with xvfb() as display:
+        probe = PlatformProbe(environ={"DISPLAY": display}, pyside_dir=broken_pyside6(tmp_path))
+        problem = probe.run()
+    assert problem is not None and not problem.no_display
+    assert problem.message().startswith(f"the tray cannot start: Qt's xcb platform plugin needs {ABSENT_LIBRARY}")
+
+
+@linux_only
+def test_a_refused_plugin_in_the_plugin_path_is_passed_over_for_the_bundled_one_as_qt_does(tmp_path: Path) -> None:
+    platforms = broken_xcb_plugin(tmp_path)
+    environ = {"QT_QPA_PLATFORM_PLUGIN_PATH": str(platforms), "DISPLAY": f":{unused_display_number()}"}
+    problem = PlatformProbe(environ=environ).run()
+    assert problem is not None and problem.missing == ()  # the display is the only problem
+    assert "platform plugin" not in problem.message()
+
+
+@linux_only
+def test_a_damaged_plugin_file_asks_for_a_reinstall(tmp_path: Path) -> None:
+    platforms = tmp_path / "PySide6" / "Qt" / "plugins" / "platforms"
+    platforms.mkdir(parents=True)
+    (platforms / "libqxcb.so").write_bytes(b"")
+    with refusing_x_server() as display:
+        problem = PlatformProbe(environ={"DISPLAY": display}, pyside_dir=tmp_path / "PySide6").run()
+    assert problem is not None
+    assert "Qt's xcb platform plugin is damaged (" in problem.message() and "file too short" in problem.message()
+    assert "reinstall ftdesk" in problem.message()
 
 
 @linux_only
