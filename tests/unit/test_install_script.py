@@ -12,6 +12,8 @@ from pathlib import Path
 import pytest
 
 from ftdesk.autostart import desktop_exec
+from ftdesk.gui.platform_probe import PACKAGES, os_family, read_os_release
+from tests.fakes.desktop import broken_xcb_plugin, pyside6_qt_dir, unusable_library
 
 REPO = Path(__file__).resolve().parents[2]
 INSTALL_SH = REPO / "packaging" / "linux" / "install.sh"
@@ -33,12 +35,13 @@ def unpacked(tmp_path: Path) -> Path:
     return folder
 
 
-def run_install(folder: Path, home: Path, *args: str) -> subprocess.CompletedProcess[str]:
+def run_install(folder: Path, home: Path, *args: str, **extra_env: str) -> subprocess.CompletedProcess[str]:
     env = {
         "PATH": os.environ["PATH"],
         "HOME": str(home),
         "PYTHONPATH": str(REPO),
         "PYTHON_KEYRING_BACKEND": "keyring.backends.fail.Keyring",
+        **extra_env,
     }
     return subprocess.run(
         ["sh", str(folder / "install.sh"), *args], env=env, capture_output=True, text=True, timeout=120, check=False
@@ -132,3 +135,84 @@ def test_a_running_ftdesk_is_neither_replaced_nor_removed(unpacked: Path, tmp_pa
         running.wait()
     assert run_install(unpacked, home, "--uninstall").returncode == 0
     assert not app.exists()
+
+
+def bundle_qt(unpacked: Path, *, broken: bool = False) -> None:
+    """Put Qt's xcb plugin where the frozen bundle has it (its Qt libraries beside it, as in the bundle)."""
+    qt = unpacked / "ftdesk" / "_internal" / "PySide6" / "Qt"
+    if broken:
+        broken_xcb_plugin(qt)
+        return
+    (qt / "plugins" / "platforms").mkdir(parents=True)
+    (qt / "lib").symlink_to(pyside6_qt_dir() / "lib", target_is_directory=True)
+    shutil.copy2(pyside6_qt_dir() / "plugins" / "platforms" / "libqxcb.so", qt / "plugins" / "platforms")
+
+
+# The command install.sh prints for libxcb-cursor.so.0, by the distribution family it runs on.
+FIX_FOR_LIBXCB_CURSOR = {
+    "debian": ["  Install them with: sudo apt install libxcb-cursor0"],
+    "fedora": ["  Install them with: sudo dnf install xcb-util-cursor"],
+    "arch": ["  Install them with: sudo pacman -S xcb-util-cursor"],
+    None: [
+        "  Debian/Ubuntu: sudo apt install libxcb-cursor0",
+        "  Fedora: sudo dnf install xcb-util-cursor",
+        "  Arch: sudo pacman -S xcb-util-cursor",
+    ],
+}
+
+
+@pytest.mark.skipif(shutil.which("ldd") is None, reason="install.sh checks the tray's libraries with ldd")
+def test_a_library_the_tray_needs_is_named_with_its_package_and_the_install_still_succeeds(
+    unpacked: Path, tmp_path: Path
+) -> None:
+    bundle_qt(unpacked)
+    home = tmp_path / "home"
+    home.mkdir()
+    # The loader finds an unusable libxcb-cursor.so.0 first, as on a system where it is missing or broken.
+    broken = unusable_library(tmp_path / "lib", "libxcb-cursor.so.0")
+
+    result = run_install(unpacked, home, LD_LIBRARY_PATH=str(broken))
+
+    assert result.returncode == 0, result.stderr
+    assert "is installed in" in result.stdout
+    lines = result.stdout.splitlines()
+    assert "Note: the tray needs libraries this system lacks: libxcb-cursor.so.0. Until they are installed, ftdesk" in (
+        lines
+    )
+    for line in FIX_FOR_LIBXCB_CURSOR[os_family(read_os_release())]:
+        assert line in lines
+
+
+@pytest.mark.skipif(shutil.which("ldd") is None, reason="install.sh checks the tray's libraries with ldd")
+def test_a_library_no_package_table_knows_is_named_as_such(unpacked: Path, tmp_path: Path) -> None:
+    bundle_qt(unpacked, broken=True)  # its xcb plugin needs libxcb-absent.so.0, which nothing provides
+    home = tmp_path / "home"
+    home.mkdir()
+
+    result = run_install(unpacked, home)
+
+    assert result.returncode == 0, result.stderr
+    assert "Note: the tray needs libraries this system lacks: libxcb-absent.so.0." in result.stdout
+    assert "  Install the package that provides libxcb-absent.so.0." in result.stdout.splitlines()
+
+
+@pytest.mark.skipif(shutil.which("ldd") is None, reason="install.sh checks the tray's libraries with ldd")
+def test_with_every_library_present_nothing_is_asked_for(unpacked: Path, tmp_path: Path) -> None:
+    plugin = pyside6_qt_dir() / "plugins" / "platforms" / "libqxcb.so"
+    if "not found" in subprocess.run(["ldd", str(plugin)], capture_output=True, text=True, check=False).stdout:
+        pytest.skip("this machine lacks libraries Qt's xcb plugin needs")
+    bundle_qt(unpacked)
+    home = tmp_path / "home"
+    home.mkdir()
+
+    result = run_install(unpacked, home)
+
+    assert result.returncode == 0, result.stderr
+    assert "the tray needs" not in result.stdout
+
+
+def test_the_installer_and_the_app_name_the_same_packages() -> None:
+    text = INSTALL_SH.read_text()
+    table = text.split("<<'TABLE'\n", 1)[1].split("\nTABLE\n", 1)[0]
+    rows = {line.split()[0]: tuple(line.split()[1:]) for line in table.splitlines()}
+    assert rows == PACKAGES
