@@ -17,7 +17,12 @@ class ErrorSpec:
 
 
 ERROR_TABLE: dict[type[e.FtdeskError], ErrorSpec] = {
-    e.MalformedRequest: ErrorSpec("MALFORMED_REQUEST", 400, "The body is not valid JSON or not a JSON object."),
+    e.MalformedRequest: ErrorSpec(
+        "MALFORMED_REQUEST",
+        400,
+        "The request could not be read: the body is not JSON (or was cut off), or the request is not valid HTTP "
+        "(e.g. a request line with its query string, or a header, longer than 8190 bytes).",
+    ),
     e.AuthRequired: ErrorSpec("AUTH_REQUIRED", 401, "Not logged in to the brokerage: POST /api/v1/auth/login first."),
     e.SessionExpired: ErrorSpec(
         "SESSION_EXPIRED", 401, "The brokerage session timed out and auto re-auth is off or failed."
@@ -45,7 +50,10 @@ ERROR_TABLE: dict[type[e.FtdeskError], ErrorSpec] = {
     ),
     e.PayloadTooLarge: ErrorSpec("PAYLOAD_TOO_LARGE", 413, "The request body exceeds FTSERVICE_MAX_BODY_BYTES."),
     e.ValidationFailed: ErrorSpec(
-        "VALIDATION_ERROR", 422, "A field is invalid; details list each bad field with the reason."
+        "VALIDATION_ERROR",
+        422,
+        "A field is invalid (a wrong value or JSON type, nesting too deep, a number too large); details list each "
+        "bad field with the reason.",
     ),
     e.IdempotencyKeyReused: ErrorSpec(
         "IDEMPOTENCY_KEY_REUSED", 422, "The Idempotency-Key was used before with a different body."

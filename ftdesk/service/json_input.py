@@ -20,6 +20,8 @@ MAX_JSON_DEPTH = 64
 MAX_JSON_INTEGER = 2**63 - 1
 """Largest magnitude of a JSON integer (a signed 64-bit integer); larger ones are refused before any field sees them."""
 _MAX_INTEGER_DIGITS = len(str(MAX_JSON_INTEGER)) + 1  # a sign and 19 digits
+MAX_WS_MESSAGE_BYTES = 64 * 1024
+"""Largest client WebSocket frame; a larger one closes the connection (1009, message too big)."""
 
 
 class _Oversized:

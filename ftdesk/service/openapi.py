@@ -13,12 +13,15 @@ from pydantic.json_schema import models_json_schema
 
 from ftdesk.domain import errors as e
 from ftdesk.service.errors import ERROR_TABLE
+from ftdesk.service.json_input import MAX_JSON_DEPTH, MAX_JSON_INTEGER, MAX_WS_MESSAGE_BYTES
 from ftdesk.service.routing import Endpoint
+from ftdesk.service.server import MAX_LINE_BYTES
 
 _REF = "#/components/schemas/{model}"
 _PATH_PARAM = re.compile(r"\{([^}:]+)(?::[^}]*)?\}")
 
-API_DESCRIPTION = """\
+API_DESCRIPTION = (
+    """\
 ftdesk serves your brokerage account on this machine: REST under `/api/v1`, Server-Sent Events and a
 WebSocket for real-time quotes and account events.
 
@@ -42,6 +45,27 @@ headers. Bodies over `FTSERVICE_MAX_BODY_BYTES` (1 MiB by default) get `PAYLOAD_
 `symbols=A,B` and `symbols=A&symbols=B`. Dates are ISO `YYYY-MM-DD`. Unknown query parameters and body
 fields are rejected with `VALIDATION_ERROR`, so a typo never passes silently.
 """
+    + f"""
+**JSON types.** In bodies and WebSocket frames a number must be a JSON number and a boolean `true` or
+`false`: `"qty": "10"` or `"remember": 0` is a `VALIDATION_ERROR` naming the field (whole-number fields
+also take `10.0`). A UTF-8 byte order mark before a body is accepted. Query parameters are text by nature:
+numbers are read from their digits, and a boolean parameter takes only `true` or `false`.
+
+**Input limits.** A body may be at most `FTSERVICE_MAX_BODY_BYTES` (1 MiB by default; larger is
+`PAYLOAD_TOO_LARGE`, 413) and a WebSocket frame {MAX_WS_MESSAGE_BYTES // 1024} KiB. Arrays and objects may
+be nested at most {MAX_JSON_DEPTH} levels deep (the body itself is level 1); integers may be at most
+{MAX_JSON_INTEGER} (2^63 - 1) in magnitude and decimals must fit a 64-bit float (no `1e400`); `NaN` and
+`Infinity` are not JSON. Past a limit the answer is `VALIDATION_ERROR` naming the place (`details[].type` is
+`json_too_deep` or `number_too_large`); fields have their own, smaller ranges on top. The request line with
+its query string, and each header, may be at most {MAX_LINE_BYTES} bytes: longer is `MALFORMED_REQUEST`
+(400), as is anything that is not valid HTTP, on every operation; that answer never repeats the request
+(its query may hold `api_key`).
+
+**Status of validation errors.** `VALIDATION_ERROR` is always 422: the request was readable but a value is
+not acceptable. 400 is `MALFORMED_REQUEST`, a request that could not be read at all. One status per code,
+as every operation below lists them.
+"""
+)
 
 
 class ErrorInfo(BaseModel):
@@ -81,13 +105,18 @@ def _envelope_for(endpoint: Endpoint) -> type[BaseModel]:
 
 
 def _error_classes(endpoint: Endpoint) -> list[type[e.FtdeskError]]:
-    classes: list[type[e.FtdeskError]] = [e.HostNotAllowed, e.OriginNotAllowed, e.InternalError]
+    # Any request can be unreadable HTTP (400, answered before routing) or announce a body over the limit (413).
+    classes: list[type[e.FtdeskError]] = [
+        e.MalformedRequest,
+        e.HostNotAllowed,
+        e.OriginNotAllowed,
+        e.PayloadTooLarge,
+        e.InternalError,
+    ]
     if endpoint.api_key:
         classes.append(e.ApiKeyInvalid)
     if endpoint.query is not None or endpoint.body is not None or endpoint.kind == "json":
         classes.append(e.ValidationFailed)
-    if endpoint.body is not None:
-        classes += [e.MalformedRequest, e.PayloadTooLarge]
     if endpoint.needs_session:
         classes += [e.AuthRequired, e.SessionExpired, e.BrokerError]
     classes += list(endpoint.errors)

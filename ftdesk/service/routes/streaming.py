@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from ftdesk.domain import errors as e
 from ftdesk.service.errors import spec_for
-from ftdesk.service.json_input import MAX_JSON_DEPTH, parse_json
+from ftdesk.service.json_input import MAX_JSON_DEPTH, MAX_WS_MESSAGE_BYTES, parse_json
 from ftdesk.service.routes.common import Symbol, context
 from ftdesk.service.routing import BodyModel, Call, QueryModel, RouteTable, validate_json
 from ftdesk.streaming.events import EVENT_STATE_DESCRIPTIONS, AccountEventHub, EventConsumer, EventHubStatus
@@ -47,8 +47,6 @@ SSE_RETRY_MS = 3000
 """The reconnect delay an SSE stream asks EventSource clients to use, milliseconds."""
 MAX_STREAM_SYMBOLS = 200
 """Most symbols one SSE stream, one WebSocket or the shared set may hold."""
-MAX_WS_MESSAGE_BYTES = 64 * 1024
-"""Largest client WebSocket frame; a larger one closes the connection (1009, message too big)."""
 WS_CLOSE_TIMEOUT = 1.0
 """Seconds the server waits for the client's close frame after closing a WebSocket."""
 SYMBOL_UNAVAILABLE = "SYMBOL_UNAVAILABLE"
