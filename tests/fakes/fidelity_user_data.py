@@ -188,7 +188,9 @@ class FakeUserData:
         if status not in ("active", "expired") or not request.query.get("offset", "").isdigit():
             return _bad("status must be active or expired, offset a number")
         offset = int(request.query["offset"])
-        listed = [e for s, e in self.triggers if s == status and (not symbol or e["symbol"] == symbol)]
+        # A symbol parameter filters literally (the capture sent symbol=QS): an empty one matches no trigger.
+        everything = "symbol" not in request.query
+        listed = [e for s, e in self.triggers if s == status and (everything or e["symbol"] == symbol)]
         page = listed[offset : offset + TRIGGER_PAGE_SIZE]
         return web.json_response(u.triggers_answer(page, len(listed), offset))
 

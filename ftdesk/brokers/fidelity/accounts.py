@@ -567,7 +567,9 @@ async def fetch_closed_positions(
         "startDate": start.strftime("%m/%d/%Y"),
         "endDate": end.strftime("%m/%d/%Y"),
         "taxYear": None,
-        "dateType": "YTD" if start == date(end.year, 1, 1) and end == today else "CUSTOM",
+        # The only captured date type is YTD (with the dates beside it); another range is its explicit dates
+        # alone, dateType null as the app sends unset fields, rather than an invented code (4.7).
+        "dateType": "YTD" if start == date(end.year, 1, 1) and end == today else None,
         "isExcludeWashSales": False,
     }
     payload = await http.json("POST", CLOSED_POSITIONS_URL, body={"request": {"parameters": parameters}}, read=True,

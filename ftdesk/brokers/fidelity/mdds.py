@@ -243,8 +243,8 @@ class MddsConnection:
             "Symbol": ",".join(wires),
             "ConflationRate": self._conflation_rate_ms,
         }
-        if any(wire.startswith("-") for wire in wires):
-            command["IncludeGreeks"] = True  # the app sets it only when the batch holds options
+        # Always in the command, as captured (5.3): true when the batch holds options (the app's rule), else false.
+        command["IncludeGreeks"] = any(wire.startswith("-") for wire in wires)
         await self._send(command)
 
     async def _send(self, command: dict[str, Any]) -> None:

@@ -144,7 +144,8 @@ async def fetch_trigger_entries(http: FidelityHttp, status: str, *, fresh: bool 
     entries: list[dict[str, Any]] = []
     seen: set[str] = set()
     for _ in range(_MAX_PAGES):
-        url = f"{LIST_URL}?symbol=&status={status}&offset={len(entries)}"
+        # Every symbol: no symbol parameter at all (the capture filtered one symbol; an empty one may match none).
+        url = f"{LIST_URL}?status={status}&offset={len(entries)}"
         payload = await http.json("GET", url, read=not fresh, what="price trigger list")
         block = v.obj(payload, "priceTrigger")
         page = [raw for raw in v.items(block, "triggers") if (trigger_id(raw) or "") not in seen]
