@@ -462,3 +462,14 @@ async def test_the_fake_rejects_legs_without_price_detail(broker: FidelityBroker
             answer,
             multileg_intent(spread(("QS280121C7", LegAction.BUY_TO_OPEN), ("QS280121C12", LegAction.SELL_TO_OPEN))),
         )
+
+
+async def test_guessed_codes_the_upstream_may_refuse_surface_as_its_refusal(broker: FidelityBroker) -> None:
+    stop_limit = aapl_buy(price_type=PriceType.STOP_LIMIT, limit_price=190.0, stop_price=189.0)
+    with pytest.raises(e.OrderRejected, match="order type SL is not valid") as refused:
+        await broker.preview_equity_order(stop_limit)
+    assert refused.value.details["upstream_codes"] == ["PT0001"]
+    even = spread(("QS280121C7", LegAction.BUY_TO_OPEN), ("QS280121C12", LegAction.SELL_TO_OPEN))
+    with pytest.raises(e.OrderRejected, match="net price type EV is not valid"):
+        await broker.preview_multileg_order(even.model_copy(update={"debit_credit": DebitCredit.EVEN, "net_price": 0}))
+    assert await broker.get_order_status(p.MARGIN) == []

@@ -42,6 +42,10 @@ OPTION_PRICES = {
     "QS280121C12": 1.62,
     "UNH260618C350": 4.65,
 }
+# Only the captured codes are known (4.12, 4.14, 4.17): stop-limit "SL" and an "even" spread "EV" are our guesses,
+# so the fake refuses them as the upstream may, and the adapter has to surface that refusal.
+KNOWN_PRICE_TYPES = ("L", "M", "S")
+KNOWN_DEBIT_CREDIT = ("DB", "CR")
 # Place indicators per kind (4.11a): equity and replace true/true, option false/false, multi-leg none.
 _INDICATORS = {"equity": True, "replace": True, "option": False}
 _PLACE_ONLY = ("confNum", "previewInd", "confInd", "mktRouteCode", "reqTypeCode")
@@ -265,6 +269,9 @@ class FakeOrders:
             return op.rejection(wrapper, acct, "SY0001", f"The symbol {symbol} is not valid. Please re-enter.")
         limit = parameter["tradableSecOrderDetail"]["priceTypeDetail"].get("limitPrice")
         last = prices[symbol]
+        price_type = parameter["tradableSecOrderDetail"]["priceTypeDetail"].get("priceTypeCode")
+        if price_type not in KNOWN_PRICE_TYPES:
+            return op.rejection(wrapper, acct, "PT0001", f"The order type {price_type} is not valid.")
         code = parameter["baseOrderDetail"]["orderActionCode"]
         echoed = fa.option_echo(self.world, code, symbol) if kind == "option" else fa.equity_echo(code)
         if echoed is None:
@@ -370,6 +377,9 @@ class FakeOrders:
         ]
         if unpriced:
             return op.rejection(wrapper, acct, "ML0002", f"Price details are missing for leg {unpriced[0]}.")
+        if parameters["tradableSecOrderDetail"].get("dbCrEvenCode") not in KNOWN_DEBIT_CREDIT:
+            code = parameters["tradableSecOrderDetail"].get("dbCrEvenCode")
+            return op.rejection(wrapper, acct, "ML0003", f"The net price type {code} is not valid.")
         bad = [leg for leg in legs if fa.leg_echo(self.world, leg["orderActionCode"], "") is None]
         if bad:
             return op.rejection(wrapper, acct, "AC0001", f"The action {bad[0]['orderActionCode']} is not valid.")
@@ -478,6 +488,9 @@ class FakeOrders:
             symbol = leg["baseOrderDetail"]["secDetail"]["symbol"]
             if symbol not in LAST_PRICES:
                 return op.rejection(wrapper, acct, "SY0001", f"The symbol {symbol} is not valid. Please re-enter.")
+            price_type = leg["tradableSecOrderDetail"]["priceTypeDetail"].get("priceTypeCode")
+            if price_type not in KNOWN_PRICE_TYPES:
+                return op.rejection(wrapper, acct, "PT0001", f"The order type {price_type} is not valid.")
         if not place:
             confs = [new_conf_num() for _ in legs]
             for conf in confs:
