@@ -221,3 +221,9 @@ async def test_switching_to_fidelity_never_carries_live_trading_over_from_paper(
     _status, body = await desktop.call("GET", "/api/v1/health")
     assert body["data"]["live_trading"] is False
     assert "Live trading switched off" in [n.title for n in desktop.app.notifier.history]
+
+
+async def test_it_tells_the_truth_when_the_environment_turns_live_trading_on(make_desktop) -> None:
+    desktop = await make_desktop(welcome_seen=False, FTSERVICE_LIVE_TRADING="true")
+    text = welcome_of(desktop).mode_label.text()
+    assert "live trading is ON" in text and "live trading is off" not in text
