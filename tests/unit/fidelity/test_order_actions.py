@@ -7,8 +7,11 @@ import json
 import pytest
 from pydantic import ValidationError
 
+from ftdesk.brokers.fidelity import orders_mapping as m
 from ftdesk.brokers.fidelity import orders_wire as w
+from ftdesk.brokers.fidelity.orders import equity_intent, multileg_intent
 from ftdesk.brokers.fidelity.orders_actions import Asked, Verdict, compare, read_back, understood
+from ftdesk.domain.errors import ActionMismatch
 from ftdesk.domain.order_actions import (
     ACTION_TABLE,
     SELL_ALL,
@@ -24,12 +27,15 @@ from ftdesk.domain.orders import (
     EquityAction,
     EquityOrder,
     LegAction,
+    MultiLegOptionLeg,
+    MultiLegOptionOrder,
     OptionAction,
     OptionOrder,
     PositionIntent,
     PriceType,
 )
 from ftdesk.service.orders_bodies import MultiLegLegBody, OptionPreviewBody
+from tests.fakes import fidelity_orders_payloads as op
 
 OPEN, CLOSE = PositionIntent.OPEN, PositionIntent.CLOSE
 REFERENCE_CODES = {"B", "S", "BO", "SO", "BC", "SC", "BH", "SH", "SA", "SS", "BP", "SP"}  # 4.35
@@ -202,3 +208,29 @@ def test_a_leg_refuses_a_missing_or_contradicting_intent(sent: dict[str, str], p
 def test_sides_of_the_table() -> None:
     assert {row.side for row in rows(ActionKind.EQUITY) if row.upstream.startswith("S")} == {Side.SELL}
     assert {row.side for row in rows(ActionKind.OPTION) if row.public.startswith("B")} == {Side.BUY}
+
+
+def test_the_captured_answers_bind_against_the_requests_they_answered() -> None:
+    """The captured equity preview (8.4) and multi-leg preview (4.14, legs BO/SO echoed as BC/SC) pass the check."""
+    equity = EquityOrder(
+        acct_num="Z21772945", symbol="LGVN", action=EquityAction.BUY, qty=1, price_type=PriceType.LIMIT, limit_price=1.0
+    )
+    preview = m.map_preview(op.EQUITY_PREVIEW_SAMPLE, equity_intent(equity))
+    assert (preview.broker_action_code, preview.broker_action_desc, preview.action) == ("B", "Buy", "B")
+    spread = MultiLegOptionOrder(
+        acct_num="Z21772945",
+        underlying="QS",
+        legs=[
+            MultiLegOptionLeg(symbol="QS280121C7", action=LegAction.BUY_TO_OPEN, qty=1),
+            MultiLegOptionLeg(symbol="QS280121C12", action=LegAction.SELL_TO_OPEN, qty=1),
+        ],
+        net_price=0.92,
+    )
+    multi = m.map_preview(op.MULTILEG_PREVIEW_SAMPLE, multileg_intent(spread))
+    assert (multi.broker_action_code, multi.broker_action_desc) == ("DB", "BC QS280121C7, SC QS280121C12")
+    # The same captured answer for a closing request contradicts nothing it can read but the side.
+    selling = spread.model_copy(
+        update={"legs": [MultiLegOptionLeg(symbol="QS280121C7", action=LegAction.SELL_TO_CLOSE, qty=1), spread.legs[1]]}
+    )
+    with pytest.raises(ActionMismatch, match="QS280121C7: asked to sell"):
+        m.map_preview(op.MULTILEG_PREVIEW_SAMPLE, multileg_intent(selling))
