@@ -202,6 +202,10 @@ def start_and_exercise(home: Home, mode: str) -> RunFigures:
     check(code == 0, f"{mode}: exit code 0 after SIGTERM, got {code}:\n{output[-3000:]}")
     check(f"serving {base}" in output, f"{mode}: the banner names {base}:\n{output[-2000:]}")
     check("Traceback" not in output, f"{mode}: no traceback in the output:\n{output[-3000:]}")
+    if mode != "headless":
+        # The platform check finds Qt's plugins where the bundle keeps them, or it would fall back to headless.
+        tray = "tray icon" in output or "status window" in output
+        check(tray and "the tray cannot start" not in output, f"{mode}: the tray app started:\n{output[-2000:]}")
     return RunFigures(mode, first_200, memory, stop_seconds)
 
 

@@ -389,6 +389,8 @@ class PlatformProbe:
             return None  # a plugin this probe does not know: Qt finds it by its metadata, not its file name
         dirs = platform_plugin_dirs(self.environ, pyside_dir)
         plugins = [d / f for d in dirs for f in files if (d / f).is_file()]
+        if not plugins and not any(d.is_dir() for d in dirs):
+            return None  # plugins kept where this probe does not look (a packager's layout): leave it to Qt
         if not plugins:
             return Problem(name, f"Qt's {name} platform plugin is not in {', '.join(str(d) for d in dirs)}")
         # Qt tries the plugin in QT_QPA_PLATFORM_PLUGIN_PATH, then its other plugin folders: any one will do.

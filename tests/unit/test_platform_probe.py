@@ -227,3 +227,18 @@ def test_a_real_x_server_lets_the_tray_start() -> None:
     with xvfb() as display:
         problem = PlatformProbe(environ={"DISPLAY": display}).run()
     assert problem is None or not problem.no_display, problem.message()  # the display itself is judged alive
+
+
+@linux_only
+def test_plugins_kept_where_the_probe_does_not_look_are_left_to_qt(tmp_path: Path) -> None:
+    # A packager's own layout: no platforms folder where the probe looks, so it cannot judge and stays quiet.
+    assert PlatformProbe(environ={"QT_QPA_PLATFORM": "offscreen"}, pyside_dir=tmp_path / "PySide6").run() is None
+
+
+@linux_only
+def test_a_plugin_missing_from_its_folder_is_named(tmp_path: Path) -> None:
+    platforms = tmp_path / "PySide6" / "Qt" / "plugins" / "platforms"
+    platforms.mkdir(parents=True)
+    problem = PlatformProbe(environ={"QT_QPA_PLATFORM": "offscreen"}, pyside_dir=tmp_path / "PySide6").run()
+    assert problem is not None
+    assert f"Qt's offscreen platform plugin is not in {platforms}" in problem.message()
