@@ -434,6 +434,13 @@ def map_order(raw: dict[str, Any]) -> Order:
     contract = option_contract(symbol)
     option_type = contract.option_type.value.lower() if contract is not None else None
     dbcr = v.text(tradable.get("dbCrEvenCode"))
+    avg_price = v.number(amount.get("avgExecPrice"))
+    if security_type == "MULTI_LEG":
+        # A spread's fill is a net debit or credit: the magnitude goes in avg_exec_price, the side in the action
+        # (DB/CR, as paper reports it). Without dbCrEvenCode a negative price is read as a credit [INF].
+        if not dbcr and avg_price is not None and avg_price < 0:
+            dbcr = "CR"
+        avg_price = abs(avg_price) if avg_price is not None else None
     if security_type == "MULTI_LEG" and dbcr:
         said = ReadBack(dbcr.upper(), None, False, dbcr.upper())  # a spread's action is its net debit or credit
     else:
@@ -470,7 +477,7 @@ def map_order(raw: dict[str, Any]) -> Order:
             qty=qty,
             qty_exec=qty_exec,
             qty_remaining=remaining,
-            avg_exec_price=v.number(amount.get("avgExecPrice")) if qty_exec else None,
+            avg_exec_price=avg_price if qty_exec else None,
             commission=v.number_or(amount.get("commission")),
             reject_reason=status_desc if status is OrderStatus.REJECTED else None,
         ),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 
 import pytest
@@ -234,3 +235,20 @@ def test_the_captured_answers_bind_against_the_requests_they_answered() -> None:
     )
     with pytest.raises(ActionMismatch, match="QS280121C7: asked to sell"):
         m.map_preview(op.MULTILEG_PREVIEW_SAMPLE, multileg_intent(selling))
+
+
+@pytest.mark.parametrize(
+    ("avg", "dbcr", "action", "price"),
+    [("2.96", None, "BP", 2.96), ("-1.20", None, "CR", 1.20), ("1.20", "CR", "CR", 1.20), ("0.85", "DB", "DB", 0.85)],
+)
+def test_a_spread_fill_read_back_keeps_debit_or_credit(avg: str, dbcr: str | None, action: str, price: float) -> None:
+    """The captured condor (4.10) reads back as its own "Buy Put"; a credit is never reported as a debit."""
+    sample = copy.deepcopy(op.ORDER_STATUS_SAMPLE)
+    raw = sample["order"]["orderDetails"]["orderDetail"][0]
+    raw["statusDetail"]["amountDetail"]["avgExecPrice"] = avg
+    if dbcr:
+        raw["tradableSecOrderDetail"]["dbCrEvenCode"] = dbcr
+    (order,) = m.map_orders(sample)
+    assert order.order_detail.security_type == "MULTI_LEG"
+    assert (order.order_detail.action, order.status_detail.avg_exec_price) == (action, price)
+    assert order.order_detail.action_unrecognized is False
