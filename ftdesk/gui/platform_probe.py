@@ -5,12 +5,14 @@ wayland (when ``WAYLAND_DISPLAY`` is set or ``XDG_SESSION_TYPE`` is ``wayland``)
 set), then its built-in default, xcb. It uses the first plugin that loads and connects, and when none does it
 prints a hint and calls ``qFatal``, i.e. SIGABRT, before any of our code runs again.
 
-This module makes the same checks in-process and in a few milliseconds, without importing a Qt binding:
-it loads the plugin file with ``dlopen`` as Qt's loader does (lazy binding), so the dynamic loader's error
-names the missing shared library; it connects to the display server's socket with a short timeout; for X it
-then opens a real connection through libxcb, which also checks the authorization (``XAUTHORITY``). On other
-systems than Linux there is nothing to probe. Only positive evidence counts as a problem: whatever this module
-cannot judge (a plugin it does not know, a display syntax it does not parse) is left to Qt.
+This module makes the same checks in-process, in a few milliseconds, without importing a Qt binding: it
+loads the plugin file with ``dlopen`` as Qt's loader does (lazy binding), so the dynamic loader's error names
+the missing shared library (the others the plugin needs are then looked up too, so one message names them
+all); for X it opens and closes a connection through libxcb as Qt would, which also checks the authorization
+(``XAUTHORITY``), after a TCP reachability check with a short timeout for a remote display; for Wayland it
+connects to the compositor's socket. On other systems than Linux there is nothing to probe. Only positive
+evidence counts as a problem: whatever this module cannot judge (a plugin it does not know, a display syntax
+it does not parse, plugins kept where it does not look) is left to Qt.
 """
 
 from __future__ import annotations
@@ -119,17 +121,16 @@ class LibraryLoader:
     def load(self, path: str) -> str | None:
         """Load path (a file or a soname) with lazy binding; return None, or the dynamic loader's error."""
         libc = ctypes.CDLL(None)
-        dlopen, dlerror, dlclose = libc.dlopen, libc.dlerror, libc.dlclose
+        dlopen, dlerror = libc.dlopen, libc.dlerror
         dlopen.restype, dlopen.argtypes = ctypes.c_void_p, [ctypes.c_char_p, ctypes.c_int]
         dlerror.restype, dlerror.argtypes = ctypes.c_char_p, []
-        dlclose.restype, dlclose.argtypes = ctypes.c_int, [ctypes.c_void_p]
         # ctypes.CDLL always binds every symbol now (RTLD_NOW); Qt's loader binds lazily, so call dlopen itself
         # to judge the plugin by the same rule.
         handle = dlopen(os.fsencode(path), _RTLD_LAZY | _RTLD_LOCAL)
         if not handle:
             error = dlerror()
             return error.decode(errors="replace") if error else f"{path}: could not be loaded"
-        # Loaded libraries stay: Qt loads the same files next, so keeping them costs nothing.
+        # What loaded stays loaded: Qt loads the same files next (a failed load leaves nothing behind).
         return None
 
 
