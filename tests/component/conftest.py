@@ -9,7 +9,6 @@ from pydantic import SecretStr
 
 from ftdesk.brokers.fidelity.broker import FidelityBroker
 from ftdesk.brokers.fidelity.config import FidelityConfig
-from ftdesk.domain.clock import SystemClock
 from ftdesk.domain.session import Credentials
 from tests.fakes.fidelity_server import FakeFidelity
 
@@ -29,9 +28,9 @@ async def fake() -> AsyncIterator[FakeFidelity]:
 
 @pytest.fixture
 async def broker(fake: FakeFidelity) -> AsyncIterator[FidelityBroker]:
-    """Return a Fidelity broker logged in to the fake (no client-side rate limit in the way)."""
+    """Return a Fidelity broker logged in to the fake, on the fake's clock (no client-side rate limit in the way)."""
     config = FidelityConfig(upstream=fake.base_url, request_timeout=5.0, rate_per_second=1000.0, burst=1000)
-    instance = FidelityBroker(config, SystemClock())
+    instance = FidelityBroker(config, fake.clock)
     await instance.start()
     await instance.login(Credentials(username=FIDELITY_USER, password=SecretStr(FIDELITY_PASSWORD)))
     try:

@@ -36,6 +36,11 @@ def credentials(password: str = PASSWORD, **extra: object) -> Credentials:
     return Credentials(username=USER, password=SecretStr(password), **extra)  # type: ignore[arg-type]
 
 
+def code_at(fake: FakeFidelity) -> str:
+    """Return the authenticator's code for the fake's current time (the broker shares its clock)."""
+    return pyotp.TOTP(TOTP_SECRET).at(fake.now())
+
+
 @pytest.fixture
 async def fake() -> AsyncIterator[FakeFidelity]:
     server = FakeFidelity(username=USER, password=PASSWORD)
@@ -53,7 +58,7 @@ async def make_broker(fake: FakeFidelity) -> AsyncIterator[Callable[..., Fidelit
     def build(**config: object) -> FidelityBroker:
         settings = {"upstream": fake.base_url, "request_timeout": 5.0, "rate_per_second": 1000.0, "burst": 1000}
         settings.update(config)
-        broker = FidelityBroker(FidelityConfig(**settings), SystemClock())  # type: ignore[arg-type]
+        broker = FidelityBroker(FidelityConfig(**settings), fake.clock)  # type: ignore[arg-type]
         made.append(broker)
         return broker
 
@@ -117,7 +122,7 @@ async def test_wrong_password_fails_with_the_upstream_message(broker: FidelityBr
 @pytest.mark.parametrize("way", ["code", "secret"])
 async def test_login_with_a_second_factor(broker: FidelityBroker, fake: FakeFidelity, way: str) -> None:
     fake.totp_secret = TOTP_SECRET
-    extra = {"totp_code": pyotp.TOTP(TOTP_SECRET).now()} if way == "code" else {"totp_secret": SecretStr(TOTP_SECRET)}
+    extra = {"totp_code": code_at(fake)} if way == "code" else {"totp_secret": SecretStr(TOTP_SECRET)}
     await broker.login(credentials(**extra))
     assert fake.hits["/user/factor/totp/authentication"] == 1
     assert fake.hits["/user/session/login"] == 3  # the stale-session DELETE, the 1201 answer, the session
@@ -130,7 +135,7 @@ async def test_a_second_factor_account_without_a_code_or_with_a_wrong_one(
     fake.totp_secret = TOTP_SECRET
     with pytest.raises(e.TotpRequired, match="totp_code or totp_secret"):
         await broker.login(credentials())
-    wrong = str((int(pyotp.TOTP(TOTP_SECRET).now()) + 500_000) % 1_000_000).zfill(6)
+    wrong = str((int(code_at(fake)) + 500_000) % 1_000_000).zfill(6)
     with pytest.raises(e.TotpRequired, match="2FA failed: Invalid security code"):
         await broker.login(credentials(totp_code=wrong))
     assert fake.sessions == set()  # no session was created by either attempt

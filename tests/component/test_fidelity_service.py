@@ -70,14 +70,14 @@ def quick_heartbeat(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.fixture
 async def start_fidelity(start_service: Callable[..., Any]) -> AsyncIterator[StartFidelity]:
-    """Start the fakes and a service fronting them; close the fakes after the service."""
+    """Start the fakes and a service fronting them on the fake's clock; close the fakes after the service."""
     upstreams: list[Upstream] = []
 
     async def start(*, totp_secret: str | None = None, **env: str) -> tuple[RunningService, Upstream]:
         upstream = Upstream(totp_secret=totp_secret)
         await upstream.start()
         upstreams.append(upstream)
-        service = await start_service(**upstream.env(**env))
+        service = await start_service(clock=upstream.fidelity.clock, **upstream.env(**env))
         return service, upstream
 
     yield start
@@ -131,12 +131,12 @@ async def test_login_then_portfolio_reads(start_fidelity: StartFidelity) -> None
 
 
 async def test_a_second_factor_is_asked_for_then_accepted(start_fidelity: StartFidelity) -> None:
-    service, _ = await start_fidelity(totp_secret=TOTP_SECRET)
+    service, upstream = await start_fidelity(totp_secret=TOTP_SECRET)
 
     status, body = await login(service)
     assert status == 401 and body["error"]["code"] == "TOTP_REQUIRED", body
 
-    status, body = await login(service, totp_code=pyotp.TOTP(TOTP_SECRET).now())
+    status, body = await login(service, totp_code=pyotp.TOTP(TOTP_SECRET).at(upstream.fidelity.now()))
     assert status == 200 and body["data"]["state"] == "logged_in", body
 
 

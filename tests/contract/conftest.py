@@ -1,9 +1,15 @@
-"""Brokers the contract suite runs against: paper, and the Fidelity adapter on its fake upstream servers."""
+"""Brokers the contract suite runs against: paper, and the Fidelity adapter on its fake upstream servers.
+
+Both run on clocks that start at ``ANCHOR`` (paper's stands still, Fidelity's runs from it in real time), so
+``today`` is the same for either and for the tests, whatever day the suite runs.
+"""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from datetime import date
 from pathlib import Path
+from zoneinfo import ZoneInfo
 
 import pytest
 from pydantic import SecretStr
@@ -13,9 +19,8 @@ from ftdesk.brokers.fidelity.broker import FidelityBroker
 from ftdesk.brokers.fidelity.config import FidelityConfig
 from ftdesk.brokers.paper.broker import PaperBroker
 from ftdesk.brokers.paper.config import PaperConfig
-from ftdesk.domain.clock import SystemClock
 from ftdesk.domain.session import Credentials
-from tests.fakes.clock import ManualClock
+from tests.fakes.clock import ANCHOR, AnchoredClock, ManualClock
 from tests.fakes.fidelity_server import FakeFidelity
 from tests.fakes.mdds_server import FakeMdds
 
@@ -33,10 +38,10 @@ async def broker(request: pytest.FixtureRequest, tmp_path: Path, credentials: Cr
         instance = PaperBroker(PaperConfig(db_path=tmp_path / "paper.sqlite3", seed=20261121), ManualClock())
     else:
         password = credentials.password.get_secret_value()
-        fake = FakeFidelity(username=credentials.username, password=password, mdds=FakeMdds())
+        fake = FakeFidelity(username=credentials.username, password=password, mdds=FakeMdds(), clock=AnchoredClock())
         await fake.start()
         config = FidelityConfig(upstream=fake.base_url, request_timeout=5.0, rate_per_second=1000.0, burst=1000)
-        instance = FidelityBroker(config, SystemClock())
+        instance = FidelityBroker(config, fake.clock)
     await instance.start()
     await instance.login(credentials)
     try:
@@ -47,6 +52,12 @@ async def broker(request: pytest.FixtureRequest, tmp_path: Path, credentials: Cr
             if fake.mdds is not None:
                 await fake.mdds.kill()
             await fake.close()
+
+
+@pytest.fixture
+def today() -> date:
+    """Return the New York day both brokers' clocks are on."""
+    return ANCHOR.astimezone(ZoneInfo("America/New_York")).date()
 
 
 @pytest.fixture

@@ -111,14 +111,14 @@ async def test_open_lots_add_up_to_the_position(broker: Broker) -> None:
     assert isinstance(await broker.get_closed_lots(account.acct_num, position.symbol, None, None), list)
 
 
-async def test_borrow_and_short_insight_data(broker: Broker) -> None:
+async def test_borrow_and_short_insight_data(broker: Broker, today: date) -> None:
     account, position = await an_equity_position(broker)
     htb = await broker.get_hard_to_borrow(account.acct_num, [position.symbol])
     assert [row.symbol for row in htb] == [position.symbol]
     insights = await broker.get_short_insights(account.acct_num, [position.symbol])
     assert [row.symbol for row in insights] == [position.symbol]
     series = await broker.get_short_insight_series(
-        account.acct_num, position.symbol, "shortInterest", date.today() - timedelta(days=180), None
+        account.acct_num, position.symbol, "shortInterest", today - timedelta(days=180), None
     )
     assert series.symbol == position.symbol and series.points
     assert [p.date for p in series.points] == sorted(p.date for p in series.points)
@@ -172,13 +172,13 @@ async def test_place_without_a_matching_preview_is_refused(broker: Broker) -> No
         await broker.preview_equity_order(order.model_copy(update={"symbol": "NOSUCHSYMBOLX"}))
 
 
-async def test_market_data_for_a_held_symbol(broker: Broker) -> None:
+async def test_market_data_for_a_held_symbol(broker: Broker, today: date) -> None:
     _, position = await an_equity_position(broker)
     symbol = position.symbol
     montage = await broker.get_montage(symbol)
     assert montage.symbol == symbol and montage.quotes
     assert all(q.bid <= q.ask for q in montage.quotes)
-    chart = await broker.get_chart(symbol, date.today() - timedelta(days=60), None, BarWidth.DAY, False)
+    chart = await broker.get_chart(symbol, today - timedelta(days=60), None, BarWidth.DAY, False)
     assert chart.bars and [b.date for b in chart.bars] == sorted(b.date for b in chart.bars)
     assert all(b.low <= min(b.open, b.close) <= max(b.open, b.close) <= b.high for b in chart.bars)
     trades = await broker.get_time_and_sales(symbol, 25, None, None, None)
@@ -202,7 +202,7 @@ async def test_option_chain_and_analytics(broker: Broker, optionable_symbol: str
     assert len(analysis.breakevens) == 1 and analysis.breakevens[0] > strike.strike
 
 
-async def test_research_calendars_search_and_screener(broker: Broker, optionable_symbol: str) -> None:
+async def test_research_calendars_search_and_screener(broker: Broker, optionable_symbol: str, today: date) -> None:
     earnings = await broker.get_earnings([optionable_symbol])
     assert earnings and all(ev.symbol == optionable_symbol for ev in earnings)
     assert isinstance(await broker.get_dividends([optionable_symbol]), list)
@@ -210,8 +210,8 @@ async def test_research_calendars_search_and_screener(broker: Broker, optionable
     assert hits.suggestions[0].symbol == optionable_symbol
     result = await broker.run_screener(ScanDefinition(limit=5))
     assert 0 < len(result.rows) <= 5
-    holidays = await broker.get_holiday_calendar(date.today().year)
-    assert holidays and all(h.date.startswith(str(date.today().year)) for h in holidays)
+    holidays = await broker.get_holiday_calendar(today.year)
+    assert holidays and all(h.date.startswith(str(today.year)) for h in holidays)
 
 
 async def test_notebook_crud(broker: Broker) -> None:

@@ -1,18 +1,25 @@
-"""A clock that only moves when a test moves it."""
+"""Clocks for tests: one that only moves when a test moves it, and one that runs from a fixed anchor.
+
+Both start at ``ANCHOR`` unless told otherwise, so nothing a test asserts depends on the day it runs.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import heapq
 import itertools
+import time
 from datetime import UTC, datetime, timedelta
+
+# Monday 2026-11-16 10:00 New York: a regular session, away from holidays, expirations and DST changes.
+ANCHOR = datetime(2026, 11, 16, 15, 0, tzinfo=UTC)
 
 
 class ManualClock:
     """Deterministic clock: ``advance()`` moves time and wakes the sleepers whose deadline passed."""
 
     def __init__(self, start: datetime | None = None) -> None:
-        self._wall = start or datetime(2026, 11, 16, 15, 0, tzinfo=UTC)  # a Monday, 10:00 New York
+        self._wall = start or ANCHOR
         self._mono = 1000.0
         self._sleepers: list[tuple[float, int, asyncio.Future[None]]] = []
         self._counter = itertools.count()
@@ -59,3 +66,27 @@ class ManualClock:
     def set_wall(self, when: datetime) -> None:
         """Jump the wall clock (monotonic time is unchanged)."""
         self._wall = when
+
+
+class AnchoredClock:
+    """A real-time clock whose wall time starts at a fixed anchor: sleeps and timeouts are real, dates are not.
+
+    For servers and fakes that must run on real time (sockets, retries, keep-alives) yet give the same
+    answers whatever day the suite runs: wall time is ``start`` plus the monotonic time since creation.
+    """
+
+    def __init__(self, start: datetime | None = None) -> None:
+        self._start = start or ANCHOR
+        self._origin = time.monotonic()
+
+    def now(self) -> datetime:
+        """Return the anchor plus the time elapsed since this clock was made."""
+        return self._start + timedelta(seconds=time.monotonic() - self._origin)
+
+    def monotonic(self) -> float:
+        """Return ``time.monotonic()``."""
+        return time.monotonic()
+
+    async def sleep(self, seconds: float) -> None:
+        """Sleep with asyncio."""
+        await asyncio.sleep(seconds)

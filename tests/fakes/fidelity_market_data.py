@@ -8,14 +8,13 @@ makes dtmontage answer the bare "Delayed quotes not supported" text of 4.21 (no 
 from __future__ import annotations
 
 import json
-from datetime import date, datetime
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
 from ftdesk.brokers.fidelity.accounts import option_contract
 from tests.fakes import fidelity_market_data_payloads as mp
-from tests.fakes.fidelity_payloads import now_utc
 from tests.fakes.fidelity_routes import GroupRoutes
 
 if TYPE_CHECKING:
@@ -61,7 +60,7 @@ class FakeMarketData:
         listing = mp.UNIVERSE.get(symbol)
         if listing is None or not listing.strike_step:
             return web.Response(text=mp.unknown_chain_xml(symbol), content_type="text/xml")
-        return web.Response(text=mp.chain_xml(listing, _today()), content_type="text/xml")
+        return web.Response(text=mp.chain_xml(listing, upstream.today()), content_type="text/xml")
 
     async def _montage(self, upstream: FakeFidelity, request: web.Request, body: Any) -> web.StreamResponse:
         refused = self._product_checked(request)
@@ -107,7 +106,7 @@ class FakeMarketData:
         if listing is None:
             return web.Response(text=mp.unknown_time_and_sales_xml(symbol), content_type="text/xml")
         rows = min(int(request.query.get("maxRows", "100")), 500)
-        return web.Response(text=mp.time_and_sales_xml(listing, now_utc(), rows), content_type="text/xml")
+        return web.Response(text=mp.time_and_sales_xml(listing, upstream.now(), rows), content_type="text/xml")
 
     async def _markets(self, upstream: FakeFidelity, request: web.Request, body: Any) -> web.StreamResponse:
         request_body = body or {}
@@ -116,7 +115,3 @@ class FakeMarketData:
         symbol = str(request_body.get("symbol", ""))
         listing = mp.UNIVERSE.get(symbol)
         return web.json_response(mp.available_markets(listing) if listing else mp.no_markets(symbol))
-
-
-def _today() -> date:
-    return now_utc().astimezone(mp.NEW_YORK).date()

@@ -14,7 +14,6 @@ import copy
 import json
 import secrets
 import string
-import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -82,9 +81,9 @@ class FakeOrder:
     limit_price: float | None
     stop_price: float | None
     tif: str
+    entered: int  # epoch seconds on the fake's clock
     status: str = "OPEN"
     status_desc: str = "Open"
-    entered: int = field(default_factory=lambda: int(time.time()))
     complex_legs: list[dict[str, Any]] = field(default_factory=list)
 
 
@@ -309,7 +308,7 @@ class FakeOrders:
                 "acctTypeCode": base["acctTypeCode"],
                 "priceDetail": {
                     "price": last,
-                    "priceDateTime": int(time.time()),
+                    "priceDateTime": int(self.upstream.now().timestamp()),
                     "bidPrice": str(round(last - 0.01, 2)),
                     "askPrice": round(last + 0.01, 2),
                 },
@@ -350,6 +349,7 @@ class FakeOrders:
             limit_price=price.get("limitPrice"),
             stop_price=price.get("stopPrice"),
             tif=tradable["tifCode"],
+            entered=int(self.upstream.now().timestamp()),
             status=status,
             status_desc="Open" if status == "OPEN" else "Waiting for the primary order",
         )
@@ -405,6 +405,7 @@ class FakeOrders:
                 limit_price=parameters["tradableSecOrderDetail"].get("netAmount"),
                 stop_price=None,
                 tif=parameters["tradableSecOrderDetail"]["tifCode"],
+                entered=int(self.upstream.now().timestamp()),
                 complex_legs=legs,
             )
             self.book[conf] = order
@@ -561,7 +562,8 @@ class FakeOrders:
     def _staged_save(self, body: dict[str, Any]) -> dict[str, Any]:
         entry = body["stagedOrders"][0]
         stage_id = f"STG{len(self.staged) + 1:04d}"
-        self.staged[stage_id] = {**entry, "stageId": stage_id, "createdTime": int(time.time() * 1000)}
+        created = int(self.upstream.now().timestamp() * 1000)
+        self.staged[stage_id] = {**entry, "stageId": stage_id, "createdTime": created}
         return {
             "stagedOrders": [{"stageId": stage_id}],
             "messages": [{"code": "200", "severity": "INFO", "message": "SAVED"}],

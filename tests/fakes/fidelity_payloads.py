@@ -3,12 +3,12 @@
 Shapes follow the captures; numbers are mixed as JSON numbers and strings, with the occasional ``"--"``,
 as section 2.4 says the upstream does. Shapes the reference marks unknown (features, lots, borrow, short
 insights, accruals) are our assumption and are listed in docs/fidelity-gaps.md. Dates are relative to
-``today`` so date-range tests keep working as time passes.
+the ``today`` the fake's clock gives (``FakeFidelity.today()``), never to the wall clock.
 """
 
 from __future__ import annotations
 
-from datetime import UTC, date, datetime, timedelta
+from datetime import date, datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
@@ -843,8 +843,3 @@ def account_features(acct_nums: list[str]) -> dict[str, Any]:
             for n in acct_nums
         ]
     }
-
-
-def now_utc() -> datetime:
-    """Return the current UTC time (the fake's clock)."""
-    return datetime.now(UTC)

@@ -8,14 +8,12 @@ from __future__ import annotations
 
 import itertools
 import secrets
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
 from tests.fakes import fidelity_market_data_payloads as mp
 from tests.fakes import fidelity_research_payloads as rp
-from tests.fakes.fidelity_payloads import now_utc
 from tests.fakes.fidelity_routes import GroupRoutes
 
 if TYPE_CHECKING:
@@ -58,7 +56,7 @@ class FakeResearch:
 
     async def _earnings(self, upstream: FakeFidelity, request: web.Request, body: Any) -> web.StreamResponse:
         symbols = request.query.get("fvSymbol", "").split("|")
-        return web.json_response(rp.earnings(symbols, now_utc().date()))
+        return web.json_response(rp.earnings(symbols, upstream.today()))
 
     async def _dividends(self, upstream: FakeFidelity, request: web.Request, body: Any) -> web.StreamResponse:
         return web.json_response(rp.dividends(request.query.get("fvSymbol", "").split("|")))
@@ -91,7 +89,7 @@ class FakeResearch:
         self.assertions.discard(assertion)
         token = f"eyJhbGciOiJIUzI1NiJ9.{secrets.token_hex(8)}.sig"
         self.tokens.add(token)
-        expires = int(datetime.now(UTC).timestamp()) + 3600
+        expires = int(upstream.now().timestamp()) + 3600
         return web.json_response({"sid": secrets.token_hex(8), "expiresAt": expires, "token": token})
 
     async def _scan(self, upstream: FakeFidelity, request: web.Request, body: Any) -> web.StreamResponse:
@@ -112,7 +110,7 @@ class FakeResearch:
         if not str(data.get("note", "")).strip():
             refusal = {"type": "error", "detail": "Code=N1,Text=A note needs text,Source="}
             return web.json_response({"respTypeCode": "E", "messages": [refusal]})
-        stamp = int(now_utc().timestamp())
+        stamp = int(upstream.now().timestamp())
         note_id = f"NB{next(self._note_ids):06d}"
         self.notes[note_id] = {
             "noteId": note_id,
@@ -134,7 +132,7 @@ class FakeResearch:
             note=data["note"],
             title=data.get("title", note["title"]),
             symbol=data.get("newSymbol") or note["symbol"],
-            updateDate=int(now_utc().timestamp()) + 1,
+            updateDate=int(upstream.now().timestamp()) + 1,
         )
         return web.json_response({"note": note})
 

@@ -11,6 +11,11 @@ Tests drive it with ``expire()`` (every session dies; ``expiry_style`` picks how
 403, a redirect to the login page, or an HTML page), ``hold(path)``/``release(path)`` (park requests to
 prove concurrency) and ``failures`` (answer a path once with a given status and body); they observe it
 through ``hits`` (upstream calls per path) and ``requests``.
+
+Its dates (history, lots, accruals, option expirations, earnings, holidays, trigger and order times, the
+second factor's time step) come from ``clock``: by default an ``AnchoredClock`` that starts on a fixed
+Monday, so the answers are the same whatever day the suite runs. A broker under test shares it
+(``FidelityBroker(config, fake.clock)``), so both sides agree on "today".
 """
 
 from __future__ import annotations
@@ -20,15 +25,17 @@ import json
 import secrets
 from collections import Counter
 from dataclasses import dataclass
-from datetime import date, datetime, timedelta
+from datetime import date, datetime
 from typing import Any
 from zoneinfo import ZoneInfo
 
 import pyotp
 from aiohttp import web
 
+from ftdesk.domain.clock import Clock
 from tests.fakes import fidelity_payloads as p
 from tests.fakes.appsync_server import FakeAppSync
+from tests.fakes.clock import AnchoredClock
 from tests.fakes.fidelity_market_data import FakeMarketData
 from tests.fakes.fidelity_orders import FakeOrders
 from tests.fakes.fidelity_research import FakeResearch
@@ -68,7 +75,9 @@ class FakeFidelity:
         totp_secret: str | None = None,
         mdds: FakeMdds | None = None,
         appsync: FakeAppSync | None = None,
+        clock: Clock | None = None,
     ) -> None:
+        self.clock: Clock = clock or AnchoredClock()
         self.username = username
         self.mdds = mdds
         self.appsync = appsync
@@ -120,6 +129,14 @@ class FakeFidelity:
         return f"http://127.0.0.1:{self._port}"
 
     # --- what tests do --------------------------------------------------------------------------
+
+    def now(self) -> datetime:
+        """Return the fake's current UTC time."""
+        return self.clock.now()
+
+    def today(self) -> date:
+        """Return the fake's New York business day."""
+        return self.clock.now().astimezone(NEW_YORK).date()
 
     def expire(self) -> None:
         """End every session: data routes and extend-session now refuse the old cookies."""
@@ -231,7 +248,7 @@ class FakeFidelity:
             if (
                 et in self._password_ok
                 and self.totp_secret
-                and pyotp.TOTP(self.totp_secret).verify(code, valid_window=1)
+                and pyotp.TOTP(self.totp_secret).verify(code, for_time=self.now(), valid_window=1)
             ):
                 self._factor_ok.add(et)
                 return web.json_response(p.ecaap(1200, "User Authenticated"))
@@ -254,7 +271,7 @@ class FakeFidelity:
     # --- data (4.x) -----------------------------------------------------------------------------
 
     def _data(self, path: str, body: dict[str, Any]) -> web.StreamResponse:
-        today = datetime.now(NEW_YORK).date()
+        today = self.today()
         parameter = (body.get("request") or {}).get("parameter") or {}
         parameters = (body.get("request") or {}).get("parameters") or {}
         answers = {
@@ -314,8 +331,3 @@ class FakeFidelity:
 
 def _acct_nums(parameter: dict[str, Any]) -> list[str]:
     return [d["acctNum"] for d in parameter["acctDetails"]["acctDetail"]]
-
-
-def days_ago(days: int) -> date:
-    """Return the New York date ``days`` ago."""
-    return datetime.now(NEW_YORK).date() - timedelta(days=days)

@@ -12,7 +12,6 @@ from __future__ import annotations
 import secrets
 import uuid
 import xml.etree.ElementTree as ET
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
@@ -43,7 +42,7 @@ class FakeUserData:
 
     def __init__(self, upstream: FakeFidelity) -> None:
         self.upstream = upstream
-        now = datetime.now(UTC)
+        now = upstream.now()
         self.watchlists: list[dict[str, Any]] = u.initial_watchlists()
         self.preferences: dict[str, dict[str, Any]] = u.initial_preferences()
         # (list status, entry): "active" or "expired", the two lists the upstream serves.
@@ -112,7 +111,7 @@ class FakeUserData:
                     "securityId": security.get("securityId") or str(uuid.uuid4()),
                 }
             )
-        stamp = datetime.now(u.NEW_YORK).strftime("%Y-%m-%d %H:%M:%S.%f")[:-5]
+        stamp = self.upstream.now().astimezone(u.NEW_YORK).strftime("%Y-%m-%d %H:%M:%S.%f")[:-5]
         list_id = detail.get("watchListId")
         current = next((e for e in self.watchlists if e["watchListId"] == list_id), None)
         if list_id is not None and current is None:
@@ -206,7 +205,7 @@ class FakeUserData:
             trigger["symbol"],
             trigger["operator"],
             value,
-            datetime.now(UTC),
+            upstream.now(),
             trigger.get("notes", ""),
         )
         self.triggers.append(("active", entry))
