@@ -403,9 +403,14 @@ class PlatformProbe:
         if first and first.group(1) in files:
             return Problem(name, f"Qt's {name} platform plugin is damaged ({error}); reinstall ftdesk")
         named = [first.group(1)] if first else []
-        # The loader stops at the first missing library: look the others up too, so one install fixes all.
-        others = [lib for lib in _SYSTEM_LIBRARIES.get(name.split("-")[0], []) if self.loader.load(lib) is not None]
-        missing = tuple(dict.fromkeys([*named, *others]))
+        # The loader stops at the first missing library: look the others up too, so one install fixes all. A
+        # library that does not load for want of another (libX11 without libxcb) names that other one.
+        for library in _SYSTEM_LIBRARIES.get(name.split("-")[0], []):
+            failure = self.loader.load(library)
+            if failure is not None:
+                culprit = _LOADER_ERROR.match(failure)
+                named.append(culprit.group(1) if culprit else library)
+        missing = tuple(dict.fromkeys(named))
         if not missing:
             return Problem(name, f"Qt's {name} platform plugin does not load ({error})")
         lacking = "missing on this system" if _NOT_FOUND in error else f"missing or broken on this system ({error})"

@@ -26,11 +26,19 @@ pytestmark = [
 
 DESKTOP_VARIABLES = ("QT_QPA_PLATFORM", "QT_QPA_PLATFORM_PLUGIN_PATH", "WAYLAND_DISPLAY", "XDG_SESSION_TYPE", "DISPLAY")
 # What the message tells a user of each distribution family (None: one ftdesk does not recognise).
-FIX_FOR_LIBXCB_CURSOR = {
-    "debian": "To fix it: sudo apt install libxcb-cursor0",
-    "fedora": "To fix it: sudo dnf install xcb-util-cursor",
-    "arch": "To fix it: sudo pacman -S xcb-util-cursor",
-    None: "Debian/Ubuntu: sudo apt install libxcb-cursor0",
+FIXES = {
+    "libxcb-cursor.so.0": {
+        "debian": "To fix it: sudo apt install libxcb-cursor0",
+        "fedora": "To fix it: sudo dnf install xcb-util-cursor",
+        "arch": "To fix it: sudo pacman -S xcb-util-cursor",
+        None: "Debian/Ubuntu: sudo apt install libxcb-cursor0",
+    },
+    "libxcb.so.1": {
+        "debian": "To fix it: sudo apt install libxcb1",
+        "fedora": "To fix it: sudo dnf install libxcb",
+        "arch": "To fix it: sudo pacman -S libxcb",
+        None: "Debian/Ubuntu: sudo apt install libxcb1",
+    },
 }
 
 
@@ -72,22 +80,27 @@ async def test_a_display_that_is_gone_is_named_and_the_api_is_served_headless(tm
     assert "Serving the API headless without the tray, as --headless does" in stderr
 
 
-async def test_a_platform_plugin_the_loader_refuses_is_named_and_the_api_is_served_headless(tmp_path: Path) -> None:
-    # The dynamic loader finds an unusable libxcb-cursor.so.0 first, so it refuses Qt's own xcb plugin in this
-    # process (as where libxcb-cursor0 is missing or broken); Qt itself would abort here.
+@pytest.mark.parametrize("soname", ["libxcb-cursor.so.0", "libxcb.so.1"])
+async def test_a_platform_plugin_the_loader_refuses_is_named_and_the_api_is_served_headless(
+    tmp_path: Path, soname: str
+) -> None:
+    # The dynamic loader finds an unusable copy of the library first, so it refuses Qt's own xcb plugin in this
+    # process (as where the library is missing or broken); Qt itself would abort here.
     port = free_port()
     env = desktop_env(
         tmp_path / "data",
         port,
         QT_QPA_PLATFORM="xcb",
         DISPLAY=f":{unused_display_number()}",
-        LD_LIBRARY_PATH=str(unusable_library(tmp_path / "lib", "libxcb-cursor.so.0")),
+        LD_LIBRARY_PATH=str(unusable_library(tmp_path / "lib", soname)),
     )
     app = await ServiceProcess.start(main_py(), env, port)
     stderr = await serves_headless_then_stops(app, tmp_path / "data")
-    assert "Qt's xcb platform plugin needs libxcb-cursor.so.0" in stderr
-    assert "libxcb-cursor.so.0: file too short" in stderr  # the loader's own words
-    assert FIX_FOR_LIBXCB_CURSOR[os_family(read_os_release())] in stderr  # for the distribution it runs on
+    assert f"Qt's xcb platform plugin needs {soname}" in stderr
+    assert f"{soname}: file too short" in stderr  # the loader's own words
+    assert FIXES[soname][os_family(read_os_release())] in stderr  # for the distribution it runs on
+    # What fails only for want of it (libX11 needs libxcb) is not named as missing too.
+    assert "libX11.so.6" not in stderr
 
 
 @pytest.mark.skipif(shutil.which("Xvfb") is None, reason="needs Xvfb for a real X server")
