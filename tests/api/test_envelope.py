@@ -50,6 +50,7 @@ async def test_unknown_path_is_404_not_found(service) -> None:
 async def test_wrong_method_is_405_with_allowed_methods(service) -> None:
     async with service.http.delete(service.url("/api/v1/health"), headers=service.auth) as response:
         body = await assert_error(response, 405, "METHOD_NOT_ALLOWED")
+        assert response.headers["Allow"] == "GET"  # RFC 9110 asks for it on every 405
     assert body["error"]["details"] == {"allowed_methods": ["GET"]}
 
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import stat
 from pathlib import Path
 
 import pytest
@@ -164,3 +166,34 @@ def test_readme_table_lists_every_variable() -> None:
         assert f"`{spec.env}`" in table
     assert "`FTSERVICE_DATA_DIR`" in table
     assert len(SPEC_VARIABLES) == 13
+
+
+@pytest.mark.skipif(os.name != "posix", reason="file modes are POSIX")
+def test_secure_data_dir_creates_it_private_and_tightens_what_an_older_install_left(tmp_path: Path) -> None:
+    from ftdesk.config import secure_data_dir, tightened_message
+
+    data_dir = tmp_path / "new" / "ftdesk"
+    assert secure_data_dir(data_dir) == []
+    assert stat.S_IMODE(data_dir.stat().st_mode) == 0o700
+
+    (data_dir / "logs").mkdir(mode=0o755)
+    (data_dir / "logs" / "ftdesk.log.1").write_text("old")
+    (data_dir / "journal.sqlite3").write_text("")
+    (data_dir / "api-key").write_text("k")
+    (data_dir / "api-key").chmod(0o600)  # already private: left alone, not reported
+    outside = tmp_path / "shared.txt"
+    outside.write_text("not ours to change")
+    outside.chmod(0o644)
+    (data_dir / "link").symlink_to(outside)
+    for path in (data_dir, data_dir / "logs", data_dir / "logs" / "ftdesk.log.1", data_dir / "journal.sqlite3"):
+        path.chmod(0o755 if path.is_dir() else 0o644)
+
+    tightened = secure_data_dir(data_dir)
+    assert sorted(tightened) == [".", "journal.sqlite3", "logs", "logs/ftdesk.log.1"]
+    assert stat.S_IMODE(data_dir.stat().st_mode) == 0o700
+    assert stat.S_IMODE((data_dir / "logs").stat().st_mode) == 0o700
+    assert stat.S_IMODE((data_dir / "logs" / "ftdesk.log.1").stat().st_mode) == 0o600
+    assert stat.S_IMODE(outside.stat().st_mode) == 0o644, "a link out of the data dir is not followed"
+    assert secure_data_dir(data_dir) == [], "a second start has nothing left to do"
+    message = tightened_message(data_dir, tightened, shown=2)
+    assert "made 4 entries readable by this user only" in message and "and 2 more" in message

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import logging
+import os
+import stat
+
+import pytest
 
 from ftdesk.logs import SecretRedactor
 
@@ -58,3 +62,41 @@ def test_a_windowed_app_without_stderr_logs_to_its_file_only(tmp_path, monkeypat
         for handler in before:
             if handler not in root.handlers:
                 root.addHandler(handler)
+
+
+@pytest.mark.skipif(os.name != "posix", reason="file modes are POSIX")
+def test_the_log_file_and_every_rotated_one_are_readable_by_the_user_alone(tmp_path) -> None:
+    from ftdesk.logs import PrivateRotatingFileHandler
+
+    old = tmp_path / "ftdesk.log"
+    old.write_text("written by an older version\n")
+    old.chmod(0o644)
+    handler = PrivateRotatingFileHandler(old, maxBytes=200, backupCount=3, encoding="utf-8")
+    logger = logging.getLogger("test.rotation")
+    logger.addHandler(handler)
+    logger.propagate = False
+    try:
+        for number in range(40):
+            logger.warning("line %d of the rotation test, long enough to rotate every few lines", number)
+    finally:
+        logger.removeHandler(handler)
+        handler.close()
+    files = sorted(path.name for path in tmp_path.iterdir())
+    assert files == ["ftdesk.log", "ftdesk.log.1", "ftdesk.log.2", "ftdesk.log.3"]
+    assert {path.name: oct(stat.S_IMODE(path.stat().st_mode)) for path in tmp_path.iterdir()} == dict.fromkeys(
+        files, "0o600"
+    )
+
+
+def test_a_record_is_one_line_whatever_text_it_carries() -> None:
+    from ftdesk.logs import OneRecordPerLineFormatter, log_safe
+
+    formatter = OneRecordPerLineFormatter("%(levelname)s %(name)s: %(message)s")
+    record = logging.LogRecord(
+        "ftdesk.x", logging.INFO, __file__, 1, "upstream said %s", ("no\nINFO ftdesk: forged\r\x1b[2J",), None
+    )
+    text = formatter.format(record)
+    assert text.splitlines()[0] == "INFO ftdesk.x: upstream said no"
+    assert all(line.startswith("    ") for line in text.splitlines()[1:]), "continuations cannot pass for records"
+    assert "\r" not in text and "\x1b" not in text and "\\x1b[2J" in text
+    assert log_safe("/a\nb\u2028c" + "x" * 400, limit=10) == "/a\\nb\\u2028cxxxx... (406 characters)"
