@@ -17,7 +17,7 @@ import pytest
 from ftdesk.gui.platform_probe import os_family, read_os_release
 from tests.component.processes import ServiceProcess, free_port, main_py, port_is_free, service_env
 from tests.conftest import TEST_API_KEY
-from tests.fakes.desktop import unusable_library, unused_display_number, xvfb
+from tests.fakes.desktop import unusable_library, unused_display_number, xcb_plugin_loads, xvfb
 
 pytestmark = [
     pytest.mark.slow,
@@ -104,6 +104,7 @@ async def test_a_platform_plugin_the_loader_refuses_is_named_and_the_api_is_serv
 
 
 @pytest.mark.skipif(shutil.which("Xvfb") is None, reason="needs Xvfb for a real X server")
+@pytest.mark.skipif(not xcb_plugin_loads(), reason="this machine lacks libraries Qt's xcb plugin needs")
 async def test_on_a_real_x_server_the_tray_app_starts(tmp_path: Path) -> None:
     # The probe must never keep the tray from a desktop that works, nor disturb the X server Qt connects to next.
     port = free_port()

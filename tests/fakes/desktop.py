@@ -54,6 +54,15 @@ def unusable_library(folder: Path, soname: str = "libxcb-cursor.so.0") -> Path:
     return folder
 
 
+def xcb_plugin_loads() -> bool:
+    """Say whether Qt's own xcb plugin finds every library it needs on this machine (ldd, another process)."""
+    plugin = pyside6_qt_dir() / "plugins" / "platforms" / "libqxcb.so"
+    if shutil.which("ldd") is None:
+        return False
+    report = subprocess.run(["ldd", str(plugin)], capture_output=True, text=True, check=False)
+    return report.returncode == 0 and "not found" not in report.stdout
+
+
 def free_tcp_port() -> int:
     """Return a loopback port that was free a moment ago."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
