@@ -115,23 +115,18 @@ _LOADER_ERROR = re.compile(r"^(?:[^:]*/)?([^/:\s]+\.so(?:\.\d+)*): (.+)$")
 _NOT_FOUND = "cannot open shared object file"
 
 
-class LibraryLoader:
-    """Loads shared libraries as Qt's plugin loader does."""
-
-    def load(self, path: str) -> str | None:
-        """Load path (a file or a soname) with lazy binding; return None, or the dynamic loader's error."""
-        libc = ctypes.CDLL(None)
-        dlopen, dlerror = libc.dlopen, libc.dlerror
-        dlopen.restype, dlopen.argtypes = ctypes.c_void_p, [ctypes.c_char_p, ctypes.c_int]
-        dlerror.restype, dlerror.argtypes = ctypes.c_char_p, []
-        # ctypes.CDLL always binds every symbol now (RTLD_NOW); Qt's loader binds lazily, so call dlopen itself
-        # to judge the plugin by the same rule.
-        handle = dlopen(os.fsencode(path), _RTLD_LAZY | _RTLD_LOCAL)
-        if not handle:
-            error = dlerror()
-            return error.decode(errors="replace") if error else f"{path}: could not be loaded"
-        # What loaded stays loaded: Qt loads the same files next (a failed load leaves nothing behind).
-        return None
+def load_library(path: str) -> str | None:
+    """Load path (a file or a soname) as Qt's plugin loader does; return None, or the dynamic loader's error."""
+    libc = ctypes.CDLL(None)
+    dlopen, dlerror = libc.dlopen, libc.dlerror
+    dlopen.restype, dlopen.argtypes = ctypes.c_void_p, [ctypes.c_char_p, ctypes.c_int]
+    dlerror.restype, dlerror.argtypes = ctypes.c_char_p, []
+    # ctypes.CDLL always binds every symbol now (RTLD_NOW); Qt's loader binds lazily, so call dlopen itself to
+    # judge the plugin by the same rule.
+    if dlopen(os.fsencode(path), _RTLD_LAZY | _RTLD_LOCAL):
+        return None  # what loaded stays loaded: Qt loads the same files next (a failed load leaves nothing)
+    error = dlerror()
+    return error.decode(errors="replace") if error else f"{path}: could not be loaded"
 
 
 def read_os_release() -> Mapping[str, str]:
@@ -338,16 +333,12 @@ def x_connection_error(display: str) -> int:
 
 @dataclass
 class PlatformProbe:
-    """The checks, with what they read from the system injectable (the defaults read the real one)."""
+    """The checks; what they read (environment, system, PySide6's folder, os-release) can be given."""
 
     environ: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
     system: str = sys.platform
     pyside_dir: Path | None = None
-    loader: LibraryLoader = field(default_factory=LibraryLoader)
     os_release: Callable[[], Mapping[str, str]] = read_os_release
-    connect: Callable[[int, str | tuple[str, int], float], bool] = can_connect
-    x_error: Callable[[str], int] = x_connection_error
-    timeout: float = CONNECT_TIMEOUT
 
     def run(self) -> GuiUnavailable | None:
         """Return why Qt could not open the desktop, or None when it can (or when this cannot tell)."""
@@ -395,7 +386,7 @@ class PlatformProbe:
         if not plugins:
             return Problem(name, f"Qt's {name} platform plugin is not in {', '.join(str(d) for d in dirs)}")
         # Qt tries the plugin in QT_QPA_PLATFORM_PLUGIN_PATH, then its other plugin folders: any one will do.
-        errors = [self.loader.load(str(plugin)) for plugin in plugins]
+        errors = [load_library(str(plugin)) for plugin in plugins]
         if None in errors:
             return None
         error = str(errors[0])
@@ -406,7 +397,7 @@ class PlatformProbe:
         # The loader stops at the first missing library: look the others up too, so one install fixes all. A
         # library that does not load for want of another (libX11 without libxcb) names that other one.
         for library in _SYSTEM_LIBRARIES.get(name.split("-")[0], []):
-            failure = self.loader.load(library)
+            failure = load_library(library)
             if failure is not None:
                 culprit = _LOADER_ERROR.match(failure)
                 named.append(culprit.group(1) if culprit else library)
@@ -426,7 +417,7 @@ class PlatformProbe:
                 reason = f"no display (WAYLAND_DISPLAY={display} but XDG_RUNTIME_DIR is unset)"
                 return Problem(name, reason, no_display=True)
             display = f"{runtime}/{display}"
-        if self.connect(socket.AF_UNIX, display, self.timeout):
+        if can_connect(socket.AF_UNIX, display, CONNECT_TIMEOUT):
             return None
         return Problem(name, f"no display (no Wayland compositor answers at {display})", no_display=True)
 
@@ -440,7 +431,7 @@ class PlatformProbe:
         if not display.unix and not self._answers(display):
             return self._no_display(name, value, display)
         try:
-            error = self.x_error(value)
+            error = x_connection_error(value)
         except OSError:
             return None  # libxcb itself missing was reported above; nothing more to learn here
         if not error:
@@ -453,7 +444,7 @@ class PlatformProbe:
         return Problem(name, reason, no_display=True)
 
     def _answers(self, display: XDisplay) -> bool:
-        return any(self.connect(family, address, self.timeout) for family, address in display.addresses())
+        return any(can_connect(family, address, CONNECT_TIMEOUT) for family, address in display.addresses())
 
     @staticmethod
     def _no_display(name: str, value: str, display: XDisplay) -> Problem:
