@@ -33,6 +33,13 @@ class TriggerDirection(StrEnum):
     BELOW = "BELOW"
 
 
+class TriggerBasis(StrEnum):
+    """What a price trigger's ``price`` is: a price level, or a percent move from the previous close."""
+
+    PRICE = "PRICE"
+    PERCENT = "PERCENT"
+
+
 class TriggerStatus(StrEnum):
     """State of a price trigger."""
 
@@ -46,7 +53,8 @@ class PriceTrigger(UpstreamRecord):
     trigger_id: str
     symbol: str
     direction: TriggerDirection
-    price: float
+    price: float = Field(description="The level in dollars, or with basis PERCENT the percent move.")
+    basis: TriggerBasis = TriggerBasis.PRICE
     status: TriggerStatus
     note: str = ""
     create_time: str
@@ -60,6 +68,7 @@ class PriceTriggerDraft(Record):
     symbol: str = Field(min_length=1)
     direction: TriggerDirection
     price: float = Field(gt=0)
+    basis: TriggerBasis = TriggerBasis.PRICE
     note: str = Field(default="", max_length=500)
 
 

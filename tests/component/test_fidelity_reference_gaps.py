@@ -52,9 +52,9 @@ async def test_the_trigger_list_names_no_symbol_and_every_trigger_can_be_deleted
     broker: FidelityBroker, fake: FakeFidelity
 ) -> None:
     listed = await broker.get_price_triggers()
-    assert [t.symbol for t in listed] == ["AAPL"]  # the percent trigger has no price level to show
+    assert [(t.symbol, t.basis.value) for t in listed] == [("AAPL", "PRICE"), ("SPY", "PERCENT")]
     assert fake.user_data.trigger_list_queries and all("symbol" not in q for q in fake.user_data.trigger_list_queries)
-    # A percent trigger made in Trader+ is not a PriceTrigger, but it can still be deleted by its id.
+    # A percent trigger made in Trader+ can be deleted like any other.
     assert PERCENT_TRIGGER in fake.user_data.active_trigger_ids()
     await broker.delete_price_trigger(PERCENT_TRIGGER)
     assert PERCENT_TRIGGER not in fake.user_data.active_trigger_ids()

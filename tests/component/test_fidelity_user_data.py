@@ -10,7 +10,13 @@ import pytest
 from ftdesk.brokers.fidelity.broker import FidelityBroker
 from ftdesk.brokers.fidelity.user_data_preferences import PREFERENCE_PATH
 from ftdesk.domain import errors as e
-from ftdesk.domain.user_data import PriceTriggerDraft, TriggerDirection, TriggerStatus, WatchlistDraft
+from ftdesk.domain.user_data import (
+    PriceTriggerDraft,
+    TriggerBasis,
+    TriggerDirection,
+    TriggerStatus,
+    WatchlistDraft,
+)
 from tests.fakes import fidelity_user_data_payloads as u
 from tests.fakes.fidelity_server import FakeFidelity, RecordedRequest
 from tests.fakes.fidelity_user_data import PREFS, TRIGGERS, WATCHLISTS
@@ -131,7 +137,7 @@ async def test_subscribing_activates_the_atbt_alerts_and_hides_the_credentials(
 ) -> None:
     subscription = await broker.subscribe_alerts()
     assert subscription.active and subscription.delivery == "/api/v1/streaming/events"
-    assert subscription.active_triggers == 0  # the upstream's one active trigger is a percent trigger
+    assert subscription.active_triggers == 1  # the upstream's one active trigger, a percent trigger
     shown = subscription.model_dump_json()
     assert u.EMS_PASSWORD not in shown and u.EMS_USER_ID not in shown
     [(headers, body)] = fake.user_data.soap_requests
@@ -139,7 +145,7 @@ async def test_subscribing_activates_the_atbt_alerts_and_hides_the_credentials(
     assert headers["Content-Type"] == "application/x-www-form-urlencoded"
     assert "<aut:AlertCode>ATBT</aut:AlertCode>" in body and "<prin:RequestorId>fidelity</prin:RequestorId>" in body
     await broker.create_price_trigger(PriceTriggerDraft(symbol="AAPL", direction=TriggerDirection.BELOW, price=90))
-    assert (await broker.subscribe_alerts()).active_triggers == 1
+    assert (await broker.subscribe_alerts()).active_triggers == 2
 
 
 async def test_a_refused_or_failed_subscription_is_a_broker_error(broker: FidelityBroker, fake: FakeFidelity) -> None:
@@ -158,12 +164,19 @@ async def test_a_refused_or_failed_subscription_is_a_broker_error(broker: Fideli
 async def test_price_triggers_are_created_listed_across_pages_and_deleted(
     broker: FidelityBroker, fake: FakeFidelity
 ) -> None:
-    [fired] = await broker.get_price_triggers()  # the percent trigger is not a price level
-    assert (fired.trigger_id, fired.symbol, fired.status, fired.price) == (
+    fired, percent = await broker.get_price_triggers()  # in creation order
+    assert (fired.trigger_id, fired.symbol, fired.status, fired.price, fired.basis) == (
         "1095170001",
         "AAPL",
         TriggerStatus.TRIGGERED,
         150.0,
+        TriggerBasis.PRICE,
+    )
+    assert (percent.symbol, percent.direction, percent.price, percent.basis) == (
+        "SPY",
+        TriggerDirection.BELOW,
+        4.0,
+        TriggerBasis.PERCENT,
     )
     assert fired.note == "breakout" and fired.triggered_time is not None
     created = [
@@ -177,7 +190,7 @@ async def test_price_triggers_are_created_listed_across_pages_and_deleted(
     ]
     listed = await broker.get_price_triggers()
     # Four active (the percent one too) make two pages of the active list: all three are found.
-    assert [t.trigger_id for t in listed] == [fired.trigger_id] + [t.trigger_id for t in created]
+    assert [t.trigger_id for t in listed] == [fired.trigger_id, percent.trigger_id] + [t.trigger_id for t in created]
     create = received(fake, f"{TRIGGERS}/create")[0]
     assert_flat_data_call(create)
     assert create.body["triggers"][0]["operator"] == "greaterThan" and create.body["triggers"][0]["value"] == 500

@@ -8,8 +8,9 @@ is not read: no Broker method needs it.
 Price triggers: a list per status (``active`` / ``expired``), create, and delete. Only an empty list and a
 create answer were captured; list entries are read like the create answer's entries, and the fields the
 reference SDK's tests guessed (``triggerId``, ``triggerType``, ``triggerPrice``) are accepted too.
-Percent triggers (``greaterThanPercent``/``lessThanPercent``, made in Trader+) have no price level, so
-they cannot be a ``PriceTrigger`` and are left out of the list.
+Percent triggers (``greaterThanPercent``/``lessThanPercent``, captured in a create) are ``PriceTrigger``s
+with basis ``PERCENT``: ``price`` is then the percent (4 for "4 %"), measured, we infer, from the previous
+close, as paper measures it.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from ftdesk.brokers.fidelity.http import (
     upstream_message,
 )
 from ftdesk.domain.errors import BrokerError, NotFound, SessionExpired
-from ftdesk.domain.user_data import PriceTrigger, PriceTriggerDraft, TriggerDirection, TriggerStatus
+from ftdesk.domain.user_data import PriceTrigger, PriceTriggerDraft, TriggerBasis, TriggerDirection, TriggerStatus
 
 ECAWS = "https://ecawsgateway.fidelity.com"
 SUBSCRIPTION_URL = f"{ECAWS}/ftgw/alerts/services/ATBTSubscription"
@@ -40,9 +41,15 @@ CREATE_URL = f"{TRIGGERS_URL}/create"
 DELETE_URL = f"{TRIGGERS_URL}/delete"
 # Where Trader+ asks Fidelity to deliver its alerts (as captured).
 DEVICES = ({"name": "Active Trader Pro"}, {"name": "Fidelity mobile applications"})
-OPERATORS = {TriggerDirection.ABOVE: "greaterThan", TriggerDirection.BELOW: "lessThan"}
+OPERATORS = {
+    (TriggerDirection.ABOVE, TriggerBasis.PRICE): "greaterThan",
+    (TriggerDirection.BELOW, TriggerBasis.PRICE): "lessThan",
+    (TriggerDirection.ABOVE, TriggerBasis.PERCENT): "greaterThanPercent",
+    (TriggerDirection.BELOW, TriggerBasis.PERCENT): "lessThanPercent",
+}
 _DIRECTIONS = {"greaterthan": TriggerDirection.ABOVE, "lessthan": TriggerDirection.BELOW,
-               "price_above": TriggerDirection.ABOVE, "price_below": TriggerDirection.BELOW}  # fmt: skip
+               "price_above": TriggerDirection.ABOVE, "price_below": TriggerDirection.BELOW,
+               "greaterthanpercent": TriggerDirection.ABOVE, "lessthanpercent": TriggerDirection.BELOW}  # fmt: skip
 LIST_STATUSES = {"active": TriggerStatus.ACTIVE, "expired": TriggerStatus.TRIGGERED}
 _MAX_PAGES = 20
 _NEVER = datetime.max.replace(tzinfo=UTC)
@@ -177,7 +184,7 @@ def trigger_id(raw: dict[str, Any]) -> str | None:
 
 
 def map_trigger(raw: dict[str, Any], listed_as: TriggerStatus) -> PriceTrigger | None:
-    """Map one trigger entry; None for one without an id or a price level (a percent trigger)."""
+    """Map one trigger entry (a price level or a percent move); None for one without an id or a value."""
     identifier = trigger_id(raw)
     operator = v.text_or(v.first(raw, "operator", "triggerType")).lower()
     direction = _DIRECTIONS.get(operator)
@@ -193,6 +200,7 @@ def map_trigger(raw: dict[str, Any], listed_as: TriggerStatus) -> PriceTrigger |
         symbol=v.text_or(raw.get("symbol")).upper(),
         direction=direction,
         price=price,
+        basis=TriggerBasis.PERCENT if operator.endswith("percent") else TriggerBasis.PRICE,
         status=status,
         note=v.text_or(v.first(raw, "notes", "note")),
         create_time=v.iso_time(v.first(raw, "createTime", "createdDate")) or "",
@@ -216,7 +224,7 @@ def create_request(draft: PriceTriggerDraft) -> dict[str, Any]:
     trigger = {
         "currency": "USD",
         "notes": draft.note,
-        "operator": OPERATORS[draft.direction],
+        "operator": OPERATORS[(draft.direction, draft.basis)],
         "symbol": draft.symbol.strip().upper(),
         "value": draft.price,
     }

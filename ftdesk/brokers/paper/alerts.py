@@ -2,7 +2,8 @@
 
 A trigger fires once: when the last price reaches its level it becomes TRIGGERED (time and price
 recorded in one transaction) and a BEPS-style ``TRPA``/``TRPB`` account event is published after the
-commit, so a consumer never hears of an alert the database does not hold.
+commit, so a consumer never hears of an alert the database does not hold. A percent trigger's level is
+its percent move from the previous close (``BELOW`` 4 fires at 96 % of the close), worked out at each check.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from ftdesk.domain.user_data import (
     AlertSubscription,
     PriceTrigger,
     PriceTriggerDraft,
+    TriggerBasis,
     TriggerDirection,
     TriggerStatus,
 )
@@ -31,7 +33,8 @@ CREATE TABLE IF NOT EXISTS price_triggers (
     trigger_id         TEXT PRIMARY KEY,
     symbol             TEXT NOT NULL,
     direction          TEXT NOT NULL CHECK (direction IN ('ABOVE', 'BELOW')),
-    price_e4           INTEGER NOT NULL,  -- level in ten-thousandths of a dollar (exact)
+    price_e4           INTEGER NOT NULL,  -- level in ten-thousandths of a dollar, or of a percent (exact)
+    basis              TEXT NOT NULL DEFAULT 'PRICE' CHECK (basis IN ('PRICE', 'PERCENT')),
     status             TEXT NOT NULL CHECK (status IN ('ACTIVE', 'TRIGGERED')),
     note               TEXT NOT NULL,
     create_time        TEXT NOT NULL,
@@ -80,6 +83,13 @@ class PriceAlerts:
         self._clock = clock
         self._events = events
         self._rng = rng
+        self._add_basis_column()
+
+    def _add_basis_column(self) -> None:
+        """Give a database made before percent triggers its basis column (its triggers are all price levels)."""
+        if not any(row["name"] == "basis" for row in self._store.query("PRAGMA table_info(price_triggers)")):
+            with self._store.transaction() as conn:
+                conn.execute("ALTER TABLE price_triggers ADD COLUMN basis TEXT NOT NULL DEFAULT 'PRICE'")
 
     def triggers(self) -> list[PriceTrigger]:
         """Return every trigger, active and fired, in the order they were created."""
@@ -90,23 +100,33 @@ class PriceAlerts:
         symbol = normalize_symbol(draft.symbol)
         try:
             self._market.instrument(symbol)
-            last_e4 = _to_e4(self._market.quote(symbol).last)
+            quote = self._market.quote(symbol)
         except NotFound:
             raise invalid(f"Unknown symbol {symbol}", [("symbol", f"unknown symbol {symbol}")]) from None
-        level_e4 = _to_e4(draft.price)
-        if level_e4 <= 0:
+        last_e4 = _to_e4(quote.last)
+        value_e4 = _to_e4(draft.price)
+        if value_e4 <= 0:
             raise invalid("The alert price must be at least $0.0001", [("price", "must be at least 0.0001")])
-        self._refuse_instant_fire(symbol, draft.direction, level_e4, last_e4)
+        if (
+            draft.basis is TriggerBasis.PERCENT
+            and draft.direction is TriggerDirection.BELOW
+            and value_e4 >= 100 * 10_000
+        ):
+            raise invalid("A price cannot fall 100% or more", [("price", "a BELOW percent must be under 100")])
+        level_e4 = _level(draft.basis, draft.direction, value_e4, quote.prev_close)
+        if level_e4 is not None:
+            self._refuse_instant_fire(symbol, draft.direction, level_e4, last_e4)
         with self._store.transaction() as conn:
             trigger_id = unique_id(conn, self._rng, "T", "price_triggers", "trigger_id")
             conn.execute(
-                "INSERT INTO price_triggers(trigger_id, symbol, direction, price_e4, status, note, create_time, seq) "
-                "VALUES(?, ?, ?, ?, ?, ?, ?, (SELECT COALESCE(MAX(seq), 0) + 1 FROM price_triggers))",
+                "INSERT INTO price_triggers(trigger_id, symbol, direction, price_e4, basis, status, note, create_time,"
+                " seq) VALUES(?, ?, ?, ?, ?, ?, ?, ?, (SELECT COALESCE(MAX(seq), 0) + 1 FROM price_triggers))",
                 (
                     trigger_id,
                     symbol,
                     draft.direction.value,
-                    level_e4,
+                    value_e4,
+                    draft.basis.value,
                     TriggerStatus.ACTIVE.value,
                     draft.note,
                     iso_time(self._clock.now()),
@@ -128,18 +148,23 @@ class PriceAlerts:
     def check(self) -> list[PriceTrigger]:
         """Fire every active trigger whose symbol's last price reached its level; return the ones fired."""
         active = self._store.query("SELECT * FROM price_triggers WHERE status = ? ORDER BY seq", ("ACTIVE",))
-        last_by_symbol: dict[str, int | None] = {}
+        quotes: dict[str, tuple[int, float | None] | None] = {}
         crossings: list[_Crossing] = []
         for row in active:
             symbol = str(row["symbol"])
-            if symbol not in last_by_symbol:
+            if symbol not in quotes:
                 try:
-                    last_by_symbol[symbol] = _to_e4(self._market.quote(symbol).last)
+                    quote = self._market.quote(symbol)
+                    quotes[symbol] = (_to_e4(quote.last), quote.prev_close)
                 except NotFound:  # delisted (an expired option): nothing to compare against
-                    last_by_symbol[symbol] = None
-            last_e4 = last_by_symbol[symbol]
-            if last_e4 is not None and _reached(TriggerDirection(row["direction"]), int(row["price_e4"]), last_e4):
-                crossings.append(_Crossing(str(row["trigger_id"]), last_e4))
+                    quotes[symbol] = None
+            known = quotes[symbol]
+            if known is None:
+                continue
+            direction = TriggerDirection(row["direction"])
+            level_e4 = _level(TriggerBasis(row["basis"]), direction, int(row["price_e4"]), known[1])
+            if level_e4 is not None and _reached(direction, level_e4, known[0]):
+                crossings.append(_Crossing(str(row["trigger_id"]), known[0]))
         if not crossings:
             return []
         now = iso_time(self._clock.now())
@@ -190,12 +215,24 @@ class PriceAlerts:
             symbol=row["symbol"],
             direction=TriggerDirection(row["direction"]),
             price=_from_e4(int(row["price_e4"])),
+            basis=TriggerBasis(row["basis"]),
             status=TriggerStatus(row["status"]),
             note=row["note"],
             create_time=row["create_time"],
             triggered_time=row["triggered_time"],
             triggered_price=None if triggered_e4 is None else _from_e4(int(triggered_e4)),
         )
+
+
+def _level(basis: TriggerBasis, direction: TriggerDirection, value_e4: int, prev_close: float | None) -> int | None:
+    """Return a trigger's price level now: its own, or its percent move from the previous close (None: no close)."""
+    if basis is TriggerBasis.PRICE:
+        return value_e4
+    if not prev_close:
+        return None
+    move = Decimal(value_e4) * _E4 / 100
+    factor = 1 + move if direction is TriggerDirection.ABOVE else 1 - move
+    return int((Decimal(repr(prev_close)) * factor).quantize(_E4, rounding=ROUND_HALF_UP) / _E4)
 
 
 def _reached(direction: TriggerDirection, level_e4: int, last_e4: int) -> bool:
@@ -206,6 +243,10 @@ def _reached(direction: TriggerDirection, level_e4: int, last_e4: int) -> bool:
 def _alert_event(trigger: PriceTrigger, when: str, last_e4: int) -> AccountEvent:
     """Build the TRPA/TRPB account event of a trigger that fired at ``when`` on the price ``last_e4``."""
     above = trigger.direction is TriggerDirection.ABOVE
+    if trigger.basis is TriggerBasis.PERCENT:
+        level = f"{trigger.price:g}% {'above' if above else 'below'} the previous close"
+    else:
+        level = _money(_to_e4(trigger.price))
     return AccountEvent(
         event_type=(EventType.PRICE_ABOVE if above else EventType.PRICE_BELOW).value,
         category=EventCategory.ALERT,
@@ -214,10 +255,11 @@ def _alert_event(trigger: PriceTrigger, when: str, last_e4: int) -> AccountEvent
             "symbol": trigger.symbol,
             "direction": trigger.direction.value,
             "price": trigger.price,
+            "basis": trigger.basis.value,
             "triggered_price": _from_e4(last_e4),
             "note": trigger.note,
             "message": f"{trigger.symbol} {'rose' if above else 'fell'} to {_money(last_e4)}, reaching your "
-            f"{trigger.direction.value} alert at {_money(_to_e4(trigger.price))}",
+            f"{trigger.direction.value} alert at {level}",
         },
         time=when,
     )

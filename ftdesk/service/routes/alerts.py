@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 
 from ftdesk.domain import errors as e
-from ftdesk.domain.user_data import AlertSubscription, PriceTrigger, PriceTriggerDraft, TriggerDirection
+from ftdesk.domain.user_data import (
+    AlertSubscription,
+    PriceTrigger,
+    PriceTriggerDraft,
+    TriggerBasis,
+    TriggerDirection,
+)
 from ftdesk.service.routes.common import Symbol, in_session
 from ftdesk.service.routing import BodyModel, Call, RouteTable
 
@@ -15,20 +21,40 @@ MAX_PRICE = 10_000_000
 
 
 class PriceTriggerBody(BodyModel):
-    """A price alert: fire once when `symbol` trades at or beyond `price` in `direction`."""
+    """A price alert: fire once when `symbol` trades at or beyond `price` in `direction`.
+
+    With `basis` PERCENT, `price` is a percent move from the previous close: `BELOW` 4 fires when the
+    price is 4% under the previous close.
+    """
 
     symbol: Symbol = Field(description="A stock, ETF or option symbol (upper-cased).")
     direction: TriggerDirection = Field(
         description="ABOVE fires when the last price rises to `price` or higher, BELOW when it falls to it or lower."
     )
     price: float = Field(
-        gt=0, le=MAX_PRICE, allow_inf_nan=False, description="The trigger level; it must not be reached already."
+        gt=0,
+        le=MAX_PRICE,
+        allow_inf_nan=False,
+        description="The trigger level (with basis PERCENT, the percent move); it must not be reached already.",
+    )
+    basis: TriggerBasis = Field(
+        default=TriggerBasis.PRICE,
+        description="PRICE (default): `price` is a price level. PERCENT: `price` is a percent move from the "
+        "previous close (under 100 for BELOW).",
     )
     note: str = Field(default="", max_length=500, description="Your reminder, delivered with the alert.")
 
+    @model_validator(mode="after")
+    def _percent_below_under_100(self) -> PriceTriggerBody:
+        if self.basis is TriggerBasis.PERCENT and self.direction is TriggerDirection.BELOW and self.price >= 100:
+            raise ValueError("a price cannot fall 100% or more: a BELOW percent must be under 100")
+        return self
+
     def draft(self) -> PriceTriggerDraft:
         """Return the domain draft."""
-        return PriceTriggerDraft(symbol=self.symbol, direction=self.direction, price=self.price, note=self.note)
+        return PriceTriggerDraft(
+            symbol=self.symbol, direction=self.direction, price=self.price, basis=self.basis, note=self.note
+        )
 
 
 class TriggerDeleted(BaseModel):

@@ -14,7 +14,7 @@ from ftdesk.brokers.fidelity import user_data_watchlists as lists
 from ftdesk.brokers.fidelity.http import UpstreamResponse
 from ftdesk.brokers.fidelity.user_data_common import check_sys_msgs
 from ftdesk.domain.errors import BrokerError, SessionExpired
-from ftdesk.domain.user_data import PriceTriggerDraft, TriggerDirection, TriggerStatus
+from ftdesk.domain.user_data import PriceTriggerDraft, TriggerBasis, TriggerDirection, TriggerStatus
 from tests.fakes import fidelity_user_data_payloads as u
 
 # --- watchlists ---------------------------------------------------------------------------------
@@ -127,8 +127,18 @@ def test_a_captured_create_answer_maps_to_an_active_price_level() -> None:
     assert trigger.triggered_time is None and trigger.raw == raw
 
 
-def test_percent_triggers_and_entries_without_an_id_are_left_out() -> None:
-    assert alerts.map_trigger(u.trigger_entry("1", "SPY", "lessThanPercent", 4, CREATED), TriggerStatus.ACTIVE) is None
+def test_percent_triggers_are_read_and_entries_without_an_id_are_left_out() -> None:
+    percent = alerts.map_trigger(u.trigger_entry("1", "SPY", "lessThanPercent", 4, CREATED), TriggerStatus.ACTIVE)
+    assert percent is not None
+    assert (percent.direction, percent.price, percent.basis) == (TriggerDirection.BELOW, 4.0, TriggerBasis.PERCENT)
+    draft = PriceTriggerDraft(symbol="spy", direction=TriggerDirection.ABOVE, price=2.5, basis=TriggerBasis.PERCENT)
+    assert alerts.create_request(draft)["triggers"][0] == {
+        "currency": "USD",
+        "notes": "",
+        "operator": "greaterThanPercent",
+        "symbol": "SPY",
+        "value": 2.5,
+    }
     nameless = u.trigger_entry("1", "SPY", "greaterThan", 500, CREATED)
     del nameless["id"]
     assert alerts.map_trigger(nameless, TriggerStatus.ACTIVE) is None
