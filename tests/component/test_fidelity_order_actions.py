@@ -1,8 +1,8 @@
 """Through the public API against the fake Fidelity: an order the broker understood otherwise never becomes placeable.
 
 Section 4.13 of the reference cannot say whether single-leg ``BC`` is "Buy Call" (captures) or "Buy to Close"
-(the decompiled enum); the fake runs in the decompiled world here, where a buy call without a position intent
-comes back as "Buy To Close".
+(the decompiled enum). In the decompiled world a buy call without a position intent comes back as "Buy To
+Close"; in the captured world a put bought to close (sent as ``BC``) comes back as "Buy Call".
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import pytest
 
 from tests.conftest import RunningService
 from tests.fakes import fidelity_payloads as payloads
-from tests.fakes.fidelity_orders_actions import DECOMPILED
+from tests.fakes.fidelity_orders_actions import CAPTURED, DECOMPILED
 from tests.fakes.fidelity_server import FakeFidelity
 from tests.fakes.mdds_server import FakeMdds
 
@@ -51,22 +51,35 @@ async def service(start_service: Callable[..., Any], upstream: FakeFidelity) -> 
 
 
 CALL_ORDER = {"acctNum": payloads.MARGIN, "symbol": "QS270115C7", "orderActionCode": "BC", "qty": 1}
+PUT_TO_CLOSE = {
+    "acctNum": payloads.MARGIN,
+    "symbol": "QS270115P5",
+    "orderActionCode": "BP",
+    "position_intent": "close",
+    "qty": 1,
+}
 
 
+@pytest.mark.parametrize(
+    ("world", "order", "words", "problem"),
+    [
+        (DECOMPILED, CALL_ORDER, "Buy To Close", "position_intent"),
+        (CAPTURED, PUT_TO_CLOSE, "Buy Call", "is a put"),
+    ],
+)
 async def test_a_contradicted_preview_is_action_mismatch_journaled_and_never_placeable(
-    service: RunningService, upstream: FakeFidelity
+    service: RunningService, upstream: FakeFidelity, world: str, order: dict[str, Any], words: str, problem: str
 ) -> None:
-    status, refused = await service.call("POST", f"{API}/orders/option/preview", json=CALL_ORDER)
+    upstream.orders.world = world
+    status, refused = await service.call("POST", f"{API}/orders/option/preview", json=order)
     assert status == 502 and refused["error"]["code"] == "ACTION_MISMATCH", refused
     details = refused["error"]["details"]
-    assert details["understood"][0]["desc"] == "Buy To Close" and details["asked"][0]["position_intent"] is None
-    assert "Buy To Close" in refused["error"]["message"] and "position_intent" in refused["error"]["message"]
+    assert details["understood"][0]["desc"] == words and details["understood"][0]["code"] == "BC"
+    assert words in refused["error"]["message"] and problem in refused["error"]["message"]
 
     # The upstream did make a preview; its conf_num is of no use: nothing was bound.
     (upstream_conf,) = upstream.orders.previews
-    status, placed = await service.call(
-        "POST", f"{API}/orders/option/place", json={**CALL_ORDER, "confNum": upstream_conf}
-    )
+    status, placed = await service.call("POST", f"{API}/orders/option/place", json={**order, "confNum": upstream_conf})
     assert status == 409 and placed["error"]["code"] == "PREVIEW_REQUIRED", placed
     assert upstream.hits_for(OPTION_PLACE_UPSTREAM) == 0
 
@@ -78,7 +91,7 @@ async def test_a_contradicted_preview_is_action_mismatch_journaled_and_never_pla
         "rejected",
         "ACTION_MISMATCH",
     )
-    assert "Buy To Close" in preview_row["message"] and preview_row["conf_nums"] == []
+    assert words in preview_row["message"] and preview_row["conf_nums"] == []
     assert (place_row["action"], place_row["outcome"], place_row["error_code"]) == (
         "place",
         "refused",
