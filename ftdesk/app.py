@@ -76,7 +76,15 @@ def build_broker(settings: Settings, clock: Clock) -> Broker:
         beps = BepsConfig.from_settings(settings)
         # Without the FTSERVICE_BEPS_* variables the feed says which are missing (503 on /streaming/events).
         return FidelityBroker(
-            FidelityConfig(upstream=settings.fidelity_upstream),
+            FidelityConfig(
+                upstream=settings.fidelity_upstream,
+                read_rate=settings.fidelity_read_rate,
+                read_concurrency=settings.fidelity_read_concurrency,
+                read_budget=settings.fidelity_read_budget,
+                read_retries=settings.fidelity_read_retries,
+                order_rate=settings.fidelity_order_rate,
+                login_per_minute=settings.fidelity_logins_per_minute,
+            ),
             clock,
             account_events=BepsAccountEventFeed(beps, router=router, clock=clock),
         )

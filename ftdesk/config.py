@@ -90,6 +90,21 @@ def _float_parser(low: float, high: float, *, low_inclusive: bool = True) -> Cal
     return parse
 
 
+def _rate_parser(high: float) -> Callable[[Any], float]:
+    def parse(raw: Any) -> float:
+        try:
+            if isinstance(raw, bool):
+                raise ValueError
+            value = float(str(raw).strip()) if not isinstance(raw, int | float) else float(raw)
+        except ValueError:
+            raise _Invalid(f"expected a number of calls per second from 0 to {high:g}") from None
+        if not 0 <= value <= high:  # NaN fails too
+            raise _Invalid(f"expected a number of calls per second from 0 to {high:g}")
+        return value
+
+    return parse
+
+
 def _choice_parser(*choices: str, upper: bool = False) -> Callable[[Any], str]:
     def parse(raw: Any) -> str:
         text = str(raw).strip()
@@ -373,6 +388,49 @@ SETTINGS: tuple[SettingSpec, ...] = (
         "Route every Fidelity request to this base URL (tests and proxies); unset = the real hosts.",
         "a base URL",
     ),
+    SettingSpec(
+        "fidelity_read_rate",
+        0.0,
+        _rate_parser(10_000),
+        "Fixed ceiling on Fidelity reads per second; 0 = none: reads go at the caller's pace until Fidelity "
+        "pushes back (429, or 503 with Retry-After), then slow down and recover by themselves.",
+        "0-10000",
+    ),
+    SettingSpec(
+        "fidelity_read_concurrency",
+        16,
+        _int_parser(1, 256),
+        "Distinct Fidelity reads in flight at once (identical reads share one call).",
+        "1-256",
+    ),
+    SettingSpec(
+        "fidelity_read_budget",
+        15.0,
+        _float_parser(1, 300),
+        "Seconds a Fidelity read may spend waiting and retrying before it answers 502 `UPSTREAM_BUSY`.",
+        "1-300",
+    ),
+    SettingSpec(
+        "fidelity_read_retries",
+        3,
+        _int_parser(0, 10),
+        "Retries of a Fidelity read answered 429, 502, 503, 504 or cut off (never of a write).",
+        "0-10",
+    ),
+    SettingSpec(
+        "fidelity_order_rate",
+        5.0,
+        _float_parser(0.1, 100),
+        "Fidelity order entries and other writes per second after a burst of twice that; spaced, never refused.",
+        "0.1-100",
+    ),
+    SettingSpec(
+        "fidelity_logins_per_minute",
+        5,
+        _int_parser(1, 60),
+        "Fidelity logins a minute; one more is refused at once with the wait (protects the account from lockout).",
+        "1-60",
+    ),
 )
 SETTINGS_BY_NAME: dict[str, SettingSpec] = {spec.name: spec for spec in SETTINGS}
 
@@ -411,6 +469,12 @@ class Settings:
     paper_session_lifetime: float
     paper_tick_interval: float
     fidelity_upstream: str | None
+    fidelity_read_rate: float
+    fidelity_read_concurrency: int
+    fidelity_read_budget: float
+    fidelity_read_retries: int
+    fidelity_order_rate: float
+    fidelity_logins_per_minute: int
     sources: Mapping[str, Source] = field(default_factory=dict, compare=False)
 
     @property

@@ -28,8 +28,8 @@ async def fake() -> AsyncIterator[FakeFidelity]:
 
 @pytest.fixture
 async def broker(fake: FakeFidelity) -> AsyncIterator[FidelityBroker]:
-    """Return a Fidelity broker logged in to the fake, on the fake's clock (no client-side rate limit in the way)."""
-    config = FidelityConfig(upstream=fake.base_url, request_timeout=5.0, rate_per_second=1000.0, burst=1000)
+    """Return a Fidelity broker logged in to the fake, on the fake's clock."""
+    config = FidelityConfig(upstream=fake.base_url, request_timeout=5.0)
     instance = FidelityBroker(config, fake.clock)
     await instance.start()
     await instance.login(Credentials(username=FIDELITY_USER, password=SecretStr(FIDELITY_PASSWORD)))

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
-import time
 from collections.abc import AsyncIterator, Callable
 
 import pyotp
@@ -56,7 +55,7 @@ async def make_broker(fake: FakeFidelity) -> AsyncIterator[Callable[..., Fidelit
     made: list[FidelityBroker] = []
 
     def build(**config: object) -> FidelityBroker:
-        settings = {"upstream": fake.base_url, "request_timeout": 5.0, "rate_per_second": 1000.0, "burst": 1000}
+        settings: dict[str, object] = {"upstream": fake.base_url, "request_timeout": 5.0}
         settings.update(config)
         broker = FidelityBroker(FidelityConfig(**settings), fake.clock)  # type: ignore[arg-type]
         made.append(broker)
@@ -225,22 +224,6 @@ async def test_a_caller_giving_up_does_not_cancel_the_shared_read(broker: Fideli
     fake.release(POSITIONS_PATH)
     assert len(await patient) == 3
     assert impatient.cancelled()
-
-
-async def test_the_rate_limit_spaces_calls_after_the_burst(
-    make_broker: Callable[..., FidelityBroker], fake: FakeFidelity
-) -> None:
-    broker = make_broker(rate_per_second=20.0, burst=1)
-    try:
-        await broker.login(credentials())
-        started = time.monotonic()
-        for _ in range(9):  # at most one token saved up, then 8 more at 20/s: at least 0.4 s
-            await broker.keep_alive()
-        elapsed = time.monotonic() - started
-    finally:
-        await broker.close()
-    assert elapsed >= 0.39, elapsed
-    assert elapsed < 3.0, elapsed
 
 
 async def test_positions_and_balances_are_mapped_from_the_upstream_shapes(broker: FidelityBroker) -> None:

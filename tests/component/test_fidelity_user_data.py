@@ -250,8 +250,8 @@ async def test_concurrent_calendar_reads_share_one_upstream_call(broker: Fidelit
 
 
 async def test_a_failing_calendar_is_a_broker_error(broker: FidelityBroker, fake: FakeFidelity) -> None:
-    fake.failures["/ftgw/dpdirect/market/holidaycalendar/v1"] = (503, {"message": "Calendar unavailable"})
-    with pytest.raises(e.BrokerError, match=r"HTTP 503\).*Calendar unavailable"):
+    fake.failures["/ftgw/dpdirect/market/holidaycalendar/v1"] = (500, {"message": "Calendar unavailable"})
+    with pytest.raises(e.BrokerError, match=r"HTTP 500\).*Calendar unavailable"):
         await broker.get_holiday_calendar(None)
 
 

@@ -40,7 +40,7 @@ async def broker(request: pytest.FixtureRequest, tmp_path: Path, credentials: Cr
         password = credentials.password.get_secret_value()
         fake = FakeFidelity(username=credentials.username, password=password, mdds=FakeMdds(), clock=AnchoredClock())
         await fake.start()
-        config = FidelityConfig(upstream=fake.base_url, request_timeout=5.0, rate_per_second=1000.0, burst=1000)
+        config = FidelityConfig(upstream=fake.base_url, request_timeout=5.0)
         instance = FidelityBroker(config, fake.clock)
     await instance.start()
     await instance.login(credentials)

@@ -9,8 +9,12 @@ routes need the session cookie ``ATC`` of a live session and answer 401 otherwis
 
 Tests drive it with ``expire()`` (every session dies; ``expiry_style`` picks how the death shows: 401,
 403, a redirect to the login page, or an HTML page), ``hold(path)``/``release(path)`` (park requests to
-prove concurrency) and ``failures`` (answer a path once with a given status and body); they observe it
-through ``hits`` (upstream calls per path) and ``requests``.
+prove concurrency), ``failures`` (answer a path once with a given status and body), ``push_back(path,
+status, retry_after=..., times=...)`` (answer 429/503 with ``Retry-After``, or cut the connection with
+status 0, the next few times) and ``latency`` (seconds every answer takes, for the benchmark); they
+observe it through ``hits`` (upstream calls per path) and ``requests``. Fidelity was never seen limiting
+rates (reference 7.1), so the pushback answers are the generic ones: a short text body, the status and
+``Retry-After`` in seconds.
 
 Its dates (history, lots, accruals, option expirations, earnings, holidays, trigger and order times, the
 second factor's time step) come from ``clock``: by default an ``AnchoredClock`` that starts on a fixed
@@ -92,6 +96,8 @@ class FakeFidelity:
         self._password_ok: set[str] = set()  # ET tokens whose password step passed
         self._factor_ok: set[str] = set()  # ET tokens whose TOTP step passed
         self.failures: dict[str, tuple[int, Any]] = {}  # path -> (status, JSON body) answered once
+        self.pushbacks: dict[str, list[tuple[int, float | None]]] = {}  # path -> (status, Retry-After) to answer
+        self.latency = 0.0
         self._holds: dict[str, asyncio.Event] = {}
         self._runner: web.AppRunner | None = None
         self._port = 0
@@ -150,6 +156,10 @@ class FakeFidelity:
         """Let parked requests to ``path`` go on."""
         self._holds.pop(path).set()
 
+    def push_back(self, path: str, status: int, *, retry_after: float | None = None, times: int = 1) -> None:
+        """Answer the next ``times`` requests to ``path`` with ``status`` (0: cut the connection instead)."""
+        self.pushbacks.setdefault(path, []).extend([(status, retry_after)] * times)
+
     def hits_for(self, suffix: str) -> int:
         """Return how many requests reached a path ending with ``suffix``."""
         return sum(count for path, count in self.hits.items() if path.endswith(suffix))
@@ -173,6 +183,14 @@ class FakeFidelity:
         hold = self._holds.get(path)
         if hold is not None:
             await hold.wait()
+        if self.latency:
+            await asyncio.sleep(self.latency)  # network time: real whatever the clock, and only in benchmarks
+        queued = self.pushbacks.get(path)
+        if queued:
+            status, retry_after = queued.pop(0)
+            if not queued:
+                del self.pushbacks[path]
+            return self._push_back(request, status, retry_after)
         if host == MDDS and self.mdds is not None:
             # The MDDS fake plays the socket; it accepts whichever session cookie is live here.
             atc = request.cookies.get("ATC", "")
@@ -199,6 +217,15 @@ class FakeFidelity:
         if host in (DP, DPXQ1):
             return self._data(path, body or {})
         return web.json_response({"message": f"no such path {path}"}, status=404)
+
+    def _push_back(self, request: web.Request, status: int, retry_after: float | None) -> web.StreamResponse:
+        if status == 0:
+            assert request.transport is not None
+            request.transport.abort()  # a connection reset, as a proxy dropping it would
+            return web.Response(status=500)
+        headers = {} if retry_after is None else {"Retry-After": f"{retry_after:g}"}
+        reason = "Too Many Requests" if status == 429 else "Service Unavailable"
+        return web.Response(status=status, text=reason, headers=headers)
 
     def _authenticated(self, request: web.Request) -> bool:
         atc = request.cookies.get("ATC")

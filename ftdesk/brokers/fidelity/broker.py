@@ -21,11 +21,12 @@ from ftdesk.brokers.base import AccountEventConnection, AccountEventFeed, QuoteF
 from ftdesk.brokers.fidelity import accounts as acct
 from ftdesk.brokers.fidelity.auth import SecurityContext, extend_session, log_in, log_out
 from ftdesk.brokers.fidelity.config import FidelityConfig
-from ftdesk.brokers.fidelity.http import FidelityHttp, TokenBucket
+from ftdesk.brokers.fidelity.http import FidelityHttp
 from ftdesk.brokers.fidelity.market_data import MarketDataModule
 from ftdesk.brokers.fidelity.mdds import MddsQuoteFeed
 from ftdesk.brokers.fidelity.module import FidelityModule
 from ftdesk.brokers.fidelity.orders import OrdersModule
+from ftdesk.brokers.fidelity.politeness import Politeness
 from ftdesk.brokers.fidelity.research import ResearchModule
 from ftdesk.brokers.fidelity.routing import UpstreamRouter
 from ftdesk.brokers.fidelity.user_data import UserDataModule
@@ -83,8 +84,14 @@ class FidelityBroker(OrdersModule, MarketDataModule, ResearchModule, UserDataMod
         self.account_events: AccountEventFeed = account_events or UnconfiguredAccountEvents()
         self.quote_feed: QuoteFeed = MddsQuoteFeed(cookies=self.cookies, router=self.router, clock=clock)
         self.security = SecurityContext()
-        # One bucket for the broker, not per login: a re-login loop must not reset the rate.
-        self._limiter = TokenBucket(config.rate_per_second, config.burst, clock)
+        # One set of budgets for the broker, not per login: a re-login loop must not reset them.
+        self.politeness = Politeness(
+            clock,
+            read_rate=config.read_rate,
+            read_concurrency=config.read_concurrency,
+            order_rate=config.order_rate,
+            login_per_minute=config.login_per_minute,
+        )
         self._http: FidelityHttp | None = None
         self._login_lock = asyncio.Lock()
         self._accounts: list[Account] | None = None
@@ -114,8 +121,9 @@ class FidelityBroker(OrdersModule, MarketDataModule, ResearchModule, UserDataMod
     async def login(self, credentials: Credentials) -> BrokerSession:
         """Log in from scratch with a fresh cookie jar; raise ``LoginFailed``/``TotpRequired``/``BrokerError``."""
         async with self._login_lock:
+            self.politeness.logins.take()  # refused at once when over budget: never a hang
             await self._drop_session()
-            http = FidelityHttp(self.config, self.router, self.clock, self._limiter)
+            http = FidelityHttp(self.config, self.router, self.clock, self.politeness)
             try:
                 self.security = await log_in(http, credentials, self.clock)
             except BaseException:

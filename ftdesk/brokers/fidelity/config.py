@@ -13,12 +13,27 @@ class FidelityConfig:
     """``FTSERVICE_FIDELITY_UPSTREAM``: route every request to this base URL (tests, proxies); None = real hosts."""
     request_timeout: float = 30.0
     """Seconds one upstream HTTP call may take, connection included (the SDK's default)."""
-    rate_per_second: float = 5.0
-    """Sustained upstream calls per second (token bucket). The desktop app polls a few endpoints every
-    few seconds; 5/s leaves room for a script walking every account while staying far from a burst that
-    could look like abuse."""
-    burst: int = 20
-    """Calls allowed back to back before the rate applies (a login is 9 calls; a portfolio page ~10)."""
+    read_rate: float = 0.0
+    """``FTSERVICE_FIDELITY_READ_RATE``: a fixed ceiling on upstream reads per second; 0 = none. Without one,
+    reads go out as fast as callers ask until Fidelity pushes back (429, or 503 with Retry-After), and the
+    adaptive budget of ``politeness`` takes over."""
+    read_concurrency: int = 16
+    """``FTSERVICE_FIDELITY_READ_CONCURRENCY``: distinct upstream reads in flight at once (identical ones share
+    one call). About what a desktop app keeps open to one host; it bounds a flood of different reads
+    without ever slowing one script's loop."""
+    read_budget: float = 15.0
+    """``FTSERVICE_FIDELITY_READ_BUDGET``: seconds one read may spend waiting for the budget and retrying
+    before the caller gets 502 ``BROKER_ERROR`` (reason ``UPSTREAM_BUSY``), so a script is never left hanging."""
+    read_retries: int = 3
+    """``FTSERVICE_FIDELITY_READ_RETRIES``: retries of a read answered 429, 502, 503, 504 or cut off
+    (jittered exponential backoff from 0.25 s, at least the Retry-After asked for). Writes: never."""
+    order_rate: float = 5.0
+    """``FTSERVICE_FIDELITY_ORDER_RATE``: order-entry and other writes per second after a burst of twice that.
+    A trader's script sending a bracket or a batch of cancels goes out at once; a runaway loop is spaced.
+    Writes are never refused for it, never wait behind reads and are never retried."""
+    login_per_minute: int = 5
+    """``FTSERVICE_FIDELITY_LOGINS_PER_MINUTE``: logins a minute (each is about nine calls). Brokers lock an
+    account after repeated failed logins (Fidelity's threshold is not known): a re-login loop must never do it."""
     app_version: str = "4.5.1.4"
     """The Trader+ version the User-Agent names (``ATPNext/<v> FTPlusDesktop/<v>``); keep it current."""
     accounts_ttl: float = 60.0

@@ -10,9 +10,13 @@ on the routed host) and turns what comes back into domain outcomes:
 * any other non-2xx status, a timeout, a transport failure, or a body with ``respTypeCode "E"``
   -> ``BrokerError`` carrying the upstream's own message.
 
-Politeness: a token bucket limits the call rate (``FidelityConfig.rate_per_second``/``burst``), and
-identical concurrent reads (GETs, and the POSTs that only read) share one upstream call. Nothing is
-retried: an order must never go out twice, and a failed read is cheap for the caller to repeat.
+Politeness (``politeness``): reads, writes and logins have budgets of their own; reads cost nothing
+until the upstream pushes back. Identical concurrent reads (GETs, and the POSTs that only read) share
+one upstream call, and reference data comes from ``reference_cache`` while fresh. A read answered 429,
+502, 503 or 504, or cut off, is retried (tenacity, sleeping on the injected clock) with jittered backoff
+and at least the ``Retry-After`` asked for, within ``FidelityConfig.read_budget`` seconds; then the caller
+gets ``BrokerError`` with ``details.reason`` ``UPSTREAM_BUSY``. A write (place, cancel, any call that
+changes something) is never retried: an order must never go out twice.
 """
 
 from __future__ import annotations
@@ -30,10 +34,13 @@ from typing import Any
 from urllib.parse import urlencode
 
 import aiohttp
+from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, wait_random, wait_random_exponential
 from yarl import URL
 
 from ftdesk.brokers.fidelity import values as v
 from ftdesk.brokers.fidelity.config import FidelityConfig
+from ftdesk.brokers.fidelity.politeness import Politeness, parse_retry_after
+from ftdesk.brokers.fidelity.reference_cache import ReferenceCache, freshness
 from ftdesk.brokers.fidelity.routing import UpstreamRouter
 from ftdesk.domain.clock import Clock
 from ftdesk.domain.errors import BrokerError, SessionExpired
@@ -50,6 +57,10 @@ DATA_APP_ID = "AP149323"
 _MAX_REDIRECTS = 5
 _LOGIN_PATH = re.compile(r"/(login|signin|prgw/digital/login)", re.IGNORECASE)
 _UPSTREAM_CODE = re.compile(r"Code=([^,]*),\s*Text=(.*?)(?:,\s*Source=.*)?$", re.DOTALL)
+RETRIED_STATUSES = frozenset({429, 502, 503, 504})
+"""Statuses a read is retried on: the upstream (or a proxy before it) is overloaded or briefly away."""
+_BACKOFF = wait_random_exponential(multiplier=0.25, max=4.0)  # full jitter: 0-0.25 s, 0-0.5 s, ... 0-4 s
+_RETRY_AFTER_JITTER = wait_random(0, 0.25)  # spreads callers told the same Retry-After
 
 
 class Profile(Enum):
@@ -98,6 +109,8 @@ class UpstreamResponse:
     content_type: str
     body: bytes
     url: str
+    retry_after: str | None = None
+    """The ``Retry-After`` header, as sent."""
 
     @property
     def ok(self) -> bool:
@@ -122,40 +135,30 @@ class UpstreamResponse:
             raise BrokerError(f"Fidelity sent a body that is not JSON (HTTP {self.status})") from None
 
 
-class TokenBucket:
-    """A token bucket on a ``Clock``: ``burst`` calls at once, then ``rate`` per second, first come first served."""
+class Retryable(Exception):
+    """A read attempt that failed in a way worth another try (an overloaded status, or a cut connection)."""
 
-    def __init__(self, rate: float, burst: int, clock: Clock) -> None:
-        if rate <= 0 or burst < 1:
-            raise ValueError("rate must be positive and burst at least 1")
-        self._rate = rate
-        self._burst = float(burst)
-        self._clock = clock
-        self._tokens = float(burst)
-        self._stamp = clock.monotonic()
-        self._lock = asyncio.Lock()
+    def __init__(self, description: str, *, status: int | None = None, retry_after: float | None = None) -> None:
+        super().__init__(description)
+        self.description = description
+        self.status = status
+        self.retry_after = retry_after
 
-    async def acquire(self) -> None:
-        """Wait until a call may go out, then take its token."""
-        # The lock queues waiters in arrival order; cancelling a waiter releases it and takes nothing.
-        async with self._lock:
-            while True:
-                now = self._clock.monotonic()
-                self._tokens = min(self._burst, self._tokens + (now - self._stamp) * self._rate)
-                self._stamp = now
-                if self._tokens >= 1:
-                    self._tokens -= 1
-                    return
-                await self._clock.sleep((1 - self._tokens) / self._rate)
+
+def _retry_wait(state: RetryCallState) -> float:
+    """Return the pause before the next attempt: full-jitter backoff, or the Retry-After asked for plus jitter."""
+    failure = state.outcome.exception() if state.outcome is not None else None
+    retry_after = failure.retry_after if isinstance(failure, Retryable) else None
+    return _BACKOFF(state) if retry_after is None else retry_after + _RETRY_AFTER_JITTER(state)
 
 
 class FidelityHttp:
     """One login session's HTTP client (see the module docstring)."""
 
-    def __init__(self, config: FidelityConfig, router: UpstreamRouter, clock: Clock, limiter: TokenBucket) -> None:
+    def __init__(self, config: FidelityConfig, router: UpstreamRouter, clock: Clock, policy: Politeness) -> None:
         self._config = config
         self._router = router
-        self._limiter = limiter
+        self._policy = policy
         self._clock = clock
         # aiohttp's default jar drops cookies from hosts that are IP addresses (a routed fake): stack-notes.md.
         jar = aiohttp.CookieJar(unsafe=router.routed)
@@ -163,7 +166,10 @@ class FidelityHttp:
             connector=router.connector(), cookie_jar=jar, timeout=aiohttp.ClientTimeout(total=config.request_timeout)
         )
         self._inflight: dict[tuple[str, str, str, Profile], asyncio.Task[UpstreamResponse]] = {}
+        self._cache: ReferenceCache[UpstreamResponse] = ReferenceCache()
         self.upstream_calls = 0
+        self.screener_token: tuple[str, float] | None = None
+        """The LiveVol JWT of this session and when it expires (unix seconds), reused until then (4.28)."""
 
     @property
     def closed(self) -> bool:
@@ -178,6 +184,7 @@ class FidelityHttp:
         """Cancel shared reads in flight and close the session; idempotent."""
         tasks = list(self._inflight.values())
         self._inflight.clear()
+        self._cache.clear()
         for task in tasks:
             task.cancel()
         for task in tasks:
@@ -200,11 +207,12 @@ class FidelityHttp:
         form: Mapping[str, str] | None = None,
         text: str | None = None,
     ) -> UpstreamResponse:
-        """Send one request and return the response whatever its status; raise only for transport failures.
+        """Send one request and return the response whatever its status; raise for transport failures.
 
-        ``read`` marks a call that changes nothing upstream (default: GETs), so identical concurrent ones
-        share a single upstream call. ``form`` sends an urlencoded form instead of a JSON ``body`` (4.28);
-        ``text`` sends a body as it is, with the caller's Content-Type (the SOAP XML of 4.31).
+        ``read`` marks a call that changes nothing upstream (default: GETs): identical concurrent ones
+        share a single upstream call, and one answered 429/502/503/504 or cut off is retried within the
+        read budget (then ``BrokerError``). ``form`` sends an urlencoded form instead of a JSON ``body``
+        (4.28); ``text`` sends a body as it is, with the caller's Content-Type (the SOAP XML of 4.31).
         """
         payload = None if body is None else json.dumps(body, separators=(",", ":"), sort_keys=True)
         extra = dict(headers or {})
@@ -213,15 +221,20 @@ class FidelityHttp:
             extra["Content-Type"] = "application/x-www-form-urlencoded"
         if text is not None:
             payload = text
+        ttl = freshness(method, url)
         if read is None:
             read = method == "GET"
-        if not read:
-            return await self._send(method, url, profile, payload, extra, request_id)
+        if not read and ttl is None:
+            return await self._write(method, url, profile, payload, extra, request_id)
         key = (method, url, (payload or "") + json.dumps(sorted(extra.items())), profile)
+        if ttl is not None:
+            entry = self._cache.get(key, self._clock.monotonic())
+            if entry is not None:
+                return entry.value
         task = self._inflight.get(key)
         if task is None:
             task = asyncio.get_running_loop().create_task(
-                self._send(method, url, profile, payload, extra, request_id), name=f"fidelity {method} {url}"
+                self._read(key, payload, extra, ttl, request_id), name=f"fidelity {method} {url}"
             )
             self._inflight[key] = task
             task.add_done_callback(lambda done: self._forget(key, done))
@@ -251,45 +264,124 @@ class FidelityHttp:
         if not task.cancelled():
             task.exception()  # mark retrieved: every waiter may have given up
 
+    async def _write(
+        self, method: str, url: str, profile: Profile, payload: str | None, extra: dict[str, str], request_id: bool
+    ) -> UpstreamResponse:
+        """Send a call that may change something: once, never retried; a pushback still slows the reads."""
+        if profile is Profile.DATA:  # login steps are counted per login (LoginBudget), not per call
+            await self._policy.writes.acquire()
+        try:
+            response = await self._send(method, url, profile, payload, extra, request_id)
+        except TimeoutError:
+            raise self._timeout(url) from None
+        except aiohttp.ClientError as exc:
+            raise _unreachable(url, exc) from None
+        self._note_pushback(response)
+        return response
+
+    async def _read(
+        self,
+        key: tuple[str, str, str, Profile],
+        payload: str | None,
+        extra: dict[str, str],
+        ttl: float | None,
+        request_id: bool,
+    ) -> UpstreamResponse:
+        """Send a read within the read budget, retrying what is worth retrying (see the module docstring)."""
+        method, url, _, profile = key
+        started = self._clock.monotonic()
+        deadline = started + self._config.read_budget
+        what = f"{method} {URL(url).path}"
+        attempts = 0
+
+        async def attempt() -> UpstreamResponse:
+            nonlocal attempts
+            attempts += 1
+            return await self._policy.reads.run(
+                lambda: self._read_once(method, url, profile, payload, extra, request_id), deadline, what
+            )
+
+        def stop(state: RetryCallState) -> bool:
+            upcoming = state.upcoming_sleep or 0.0
+            return state.attempt_number > self._config.read_retries or (self._clock.monotonic() + upcoming > deadline)
+
+        retrying = AsyncRetrying(
+            sleep=self._clock.sleep,
+            stop=stop,
+            wait=_retry_wait,
+            retry=retry_if_exception_type(Retryable),
+            reraise=True,
+        )
+        try:
+            response: UpstreamResponse = await retrying(attempt)
+        except Retryable as failure:
+            raise _gave_up(failure, url, attempts, self._clock.monotonic() - started) from None
+        if ttl is not None and response.ok:
+            self._cache.put(key, response, self._clock.monotonic(), ttl)
+        return response
+
+    async def _read_once(
+        self, method: str, url: str, profile: Profile, payload: str | None, extra: dict[str, str], request_id: bool
+    ) -> UpstreamResponse:
+        try:
+            response = await self._send(method, url, profile, payload, extra, request_id)
+        except TimeoutError:
+            raise self._timeout(url) from None  # already waited request_timeout: another try would double it
+        except aiohttp.ClientConnectionError as exc:
+            raise Retryable(f"the connection failed ({type(exc).__name__})") from None
+        except aiohttp.ClientError as exc:
+            raise _unreachable(url, exc) from None
+        retry_after = self._note_pushback(response)
+        if response.status in RETRIED_STATUSES:
+            raise Retryable(f"HTTP {response.status}", status=response.status, retry_after=retry_after)
+        return response
+
+    def _note_pushback(self, response: UpstreamResponse) -> float | None:
+        """Slow the reads on a 429 (or a 503 with Retry-After); return the Retry-After asked for, if any."""
+        retry_after = parse_retry_after(response.retry_after, self._clock.now())
+        if response.status == 429 or (response.status == 503 and retry_after is not None):
+            log.warning(
+                "Fidelity pushed back (HTTP %s, Retry-After %s): slowing reads", response.status, response.retry_after
+            )
+            self._policy.reads.pushback(retry_after)
+        return retry_after
+
+    def _timeout(self, url: str) -> BrokerError:
+        return BrokerError(f"Fidelity did not answer within {self._config.request_timeout:g} s ({URL(url).host})")
+
     async def _send(
         self, method: str, url: str, profile: Profile, payload: str | None, extra: dict[str, str], request_id: bool
     ) -> UpstreamResponse:
+        """Send one request, following redirects on the routed host; raise aiohttp's errors as they come."""
         headers = profile_headers(profile, self._config.app_version)
         headers.update(extra)
         current = URL(url)
-        try:
-            for _ in range(_MAX_REDIRECTS + 1):
-                if request_id:
-                    headers["fsreqid"] = new_request_id()
-                await self._limiter.acquire()
-                self.upstream_calls += 1
-                log.debug("Fidelity %s %s%s", method, current.host, current.path)  # never bodies: they hold secrets
-                async with self._session.request(
-                    method,
-                    self._router.url(str(current)),
-                    data=payload,
-                    headers=headers,
-                    allow_redirects=False,
-                ) as response:
-                    body = await response.read()
-                    location = response.headers.get("Location")
-                    status = response.status
-                    content_type = response.headers.get("Content-Type", "").lower()
-                if status in (301, 302, 303, 307, 308) and location:
-                    target = self._unroute(current.join(URL(location)))
-                    if profile is Profile.DATA and _LOGIN_PATH.search(target.path):
-                        raise SessionExpired("Fidelity redirected to its login page: the session has expired")
-                    current = target
-                    if status == 303 or (status in (301, 302) and method == "POST"):
-                        method, payload = "GET", None
-                    continue
-                return UpstreamResponse(status, content_type, body, str(current))
-        except TimeoutError:
-            raise BrokerError(
-                f"Fidelity did not answer within {self._config.request_timeout:g} s ({current.host})"
-            ) from None
-        except aiohttp.ClientError as exc:
-            raise BrokerError(f"Cannot reach Fidelity ({current.host}): {type(exc).__name__}") from None
+        for _ in range(_MAX_REDIRECTS + 1):
+            if request_id:
+                headers["fsreqid"] = new_request_id()
+            self.upstream_calls += 1
+            log.debug("Fidelity %s %s%s", method, current.host, current.path)  # never bodies: they hold secrets
+            async with self._session.request(
+                method,
+                self._router.url(str(current)),
+                data=payload,
+                headers=headers,
+                allow_redirects=False,
+            ) as response:
+                body = await response.read()
+                location = response.headers.get("Location")
+                status = response.status
+                content_type = response.headers.get("Content-Type", "").lower()
+                retry_after = response.headers.get("Retry-After")
+            if status in (301, 302, 303, 307, 308) and location:
+                target = self._unroute(current.join(URL(location)))
+                if profile is Profile.DATA and _LOGIN_PATH.search(target.path):
+                    raise SessionExpired("Fidelity redirected to its login page: the session has expired")
+                current = target
+                if status == 303 or (status in (301, 302) and method == "POST"):
+                    method, payload = "GET", None
+                continue
+            return UpstreamResponse(status, content_type, body, str(current), retry_after)
         raise BrokerError(f"Fidelity redirected more than {_MAX_REDIRECTS} times ({current.host})")
 
     def _unroute(self, target: URL) -> URL:
@@ -307,12 +399,38 @@ class FidelityHttp:
 # --- error mapping ------------------------------------------------------------------------------
 
 
+def _unreachable(url: str, exc: BaseException) -> BrokerError:
+    return BrokerError(f"Cannot reach Fidelity ({URL(url).host}): {type(exc).__name__}")
+
+
+def _gave_up(failure: Retryable, url: str, attempts: int, elapsed: float) -> BrokerError:
+    """Return the error of a read whose retries ran out: 502 BROKER_ERROR, reason ``UPSTREAM_BUSY``."""
+    tries = f"{attempts} attempt{'s' if attempts != 1 else ''} in {elapsed:.1f} s"
+    details: dict[str, Any] = {"reason": "UPSTREAM_BUSY", "attempts": attempts}
+    if failure.status is not None:
+        details["upstream_status"] = failure.status
+    wait = failure.retry_after if failure.retry_after is not None else 1.0
+    details["retry_after"] = round(max(wait, 0.1), 1)
+    return BrokerError(
+        f"Fidelity is busy or unreachable ({URL(url).host}: {failure.description}) after {tries}: "
+        f"try again in {details['retry_after']:g} s",
+        details=details,
+    )
+
+
 def raise_for_status(response: UpstreamResponse, what: str) -> None:
     """Raise ``SessionExpired`` for 401/403 and ``BrokerError`` (with the upstream message) for other non-2xx."""
     if response.ok:
         return
     if response.status in (401, 403):
         raise SessionExpired(f"Fidelity refused the session (HTTP {response.status}): log in again")
+    if response.status == 429:
+        # Only writes get here (a read is retried, then answered UPSTREAM_BUSY): a write is never retried.
+        raise BrokerError(
+            f"Fidelity asked ftdesk to slow down (HTTP 429) and did not take the {what}; ftdesk never "
+            "sends a write twice: check whether it took effect (for an order, its status) before sending it again",
+            details={"upstream_status": 429, "reason": "UPSTREAM_BUSY", "retried": False},
+        )
     message = upstream_message(response)
     suffix = f": {message}" if message else ""
     raise BrokerError(

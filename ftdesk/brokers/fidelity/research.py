@@ -16,7 +16,7 @@ from yarl import URL
 from ftdesk.brokers.fidelity import research_mapping as rm
 from ftdesk.brokers.fidelity import values as v
 from ftdesk.brokers.fidelity.accounts import option_contract
-from ftdesk.brokers.fidelity.http import DIGITAL, DPSERVICE, UpstreamResponse, raise_for_status
+from ftdesk.brokers.fidelity.http import DIGITAL, DPSERVICE, FidelityHttp, UpstreamResponse, raise_for_status
 from ftdesk.brokers.fidelity.market_data import fetch_last_trade, fetch_montage
 from ftdesk.brokers.fidelity.market_data_mapping import best_mid
 from ftdesk.brokers.fidelity.market_data_parsing import parse_body
@@ -61,6 +61,41 @@ def normalize_symbols(symbols: Sequence[str]) -> list[str]:
 def note_url(operation: str) -> str:
     """Return the notebook URL of ``detail``, ``create``, ``update`` or ``delete``."""
     return NOTE_URL.format(operation=operation)
+
+
+SCREENER_TOKEN_MARGIN = 60.0
+"""Seconds before its ``expiresAt`` a LiveVol token is no longer reused (a scan must not start on a dying one)."""
+
+
+def _fresh_screener_token(http: FidelityHttp, now: float) -> str | None:
+    kept = http.screener_token
+    if kept is None or now >= kept[1] - SCREENER_TOKEN_MARGIN:
+        return None
+    return kept[0]
+
+
+async def _screener_sign_in(http: FidelityHttp, now: float) -> str:
+    """Swap a SAML assertion for a LiveVol JWT (4.28 steps 1-2), keep it on the session and return it."""
+    assertion = _text_body(await http.call("GET", SAML_URL), "screener sign-in (SAML)")
+    if not assertion:
+        raise BrokerError("Fidelity returned no SAML assertion for the screener")
+    login = await http.call("POST", SAML_LOGIN_URL, form={"SAMLResponse": assertion})
+    if login.status in (401, 403):
+        # financial.com refusing the assertion says nothing about the Fidelity session itself.
+        raise BrokerError(f"The screener sign-in was refused (HTTP {login.status})")
+    raise_for_status(login, "screener sign-in")
+    answer = v.obj(login.json())
+    token = v.text(answer.get("token"))
+    if token is None:
+        raise BrokerError("The screener sign-in returned no token")
+    expires_at = v.number(answer.get("expiresAt"))
+    # Without an expiry the token is used for this scan only.
+    http.screener_token = (token, expires_at) if expires_at is not None and expires_at > now else None
+    return token
+
+
+async def _scan(http: FidelityHttp, token: str) -> UpstreamResponse:
+    return await http.call("POST", SCAN_URL, form={"TOKEN": token, "SCANID": str(CALL_VOLUME_SCAN_ID)}, read=True)
 
 
 def _text_body(response: UpstreamResponse, what: str) -> str:
@@ -122,22 +157,18 @@ class ResearchModule(FidelityModule):
         return rm.map_analytics(payload, symbol, request.legs, prices, underlying)
 
     async def run_screener(self, scan: ScanDefinition) -> ScreenerResult:
-        """Run LiveVol's call-volume scan through the SAML sign-in of 4.28, then filter, sort and limit."""
+        """Run LiveVol's call-volume scan through the SAML sign-in of 4.28, then filter, sort and limit.
+
+        The LiveVol JWT is kept with the login session and reused until its ``expiresAt`` (less a minute),
+        so a screen costs one call, not four; a token LiveVol refuses anyway is fetched again once.
+        """
         http = self._require()
-        assertion = _text_body(await http.call("GET", SAML_URL), "screener sign-in (SAML)")
-        if not assertion:
-            raise BrokerError("Fidelity returned no SAML assertion for the screener")
-        login = await http.call("POST", SAML_LOGIN_URL, form={"SAMLResponse": assertion})
-        if login.status in (401, 403):
-            # financial.com refusing the assertion says nothing about the Fidelity session itself.
-            raise BrokerError(f"The screener sign-in was refused (HTTP {login.status})")
-        raise_for_status(login, "screener sign-in")
-        token = v.text(v.obj(login.json()).get("token"))
-        if token is None:
-            raise BrokerError("The screener sign-in returned no token")
-        scan_response = await http.call(
-            "POST", SCAN_URL, form={"TOKEN": token, "SCANID": str(CALL_VOLUME_SCAN_ID)}, read=True
-        )
+        reused = _fresh_screener_token(http, self.clock.now().timestamp())
+        token = reused or await _screener_sign_in(http, self.clock.now().timestamp())
+        scan_response = await _scan(http, token)
+        if scan_response.status in (401, 403) and reused is not None:
+            http.screener_token = None
+            scan_response = await _scan(http, await _screener_sign_in(http, self.clock.now().timestamp()))
         if scan_response.status in (401, 403):
             raise BrokerError(f"LiveVol refused the screener token (HTTP {scan_response.status})")
         raise_for_status(scan_response, "screener scan")

@@ -9,7 +9,6 @@ import pytest
 
 from ftdesk.brokers.fidelity.http import (
     Profile,
-    TokenBucket,
     UpstreamResponse,
     new_request_id,
     parse_upstream_detail,
@@ -17,6 +16,7 @@ from ftdesk.brokers.fidelity.http import (
     raise_for_business_error,
     raise_for_status,
 )
+from ftdesk.brokers.fidelity.politeness import TokenBucket
 from ftdesk.domain.errors import BrokerError, SessionExpired
 from tests.fakes.clock import ManualClock
 
