@@ -23,6 +23,7 @@ from pydantic import (
     Field,
     StringConstraints,
     ValidationInfo,
+    WithJsonSchema,
     field_validator,
     model_validator,
 )
@@ -96,6 +97,9 @@ LEG_ACTIONS = (
     "Leg action: a code or its explicit word (buy_to_open, sell_to_open, buy_to_close, sell_to_close), or buy / "
     "sell with position_intent. " + describe(ActionKind.LEG)
 )
+
+LEG_ACTION_WORDS = [*(a.value for a in LegAction), *LEG_WORDS, Side.BUY.value, Side.SELL.value]
+"""Everything a leg's ``action`` accepts: the codes, their words, and buy / sell (with ``position_intent``)."""
 
 _LIMIT_TYPES = (PriceType.LIMIT, PriceType.STOP_LIMIT)
 _STOP_TYPES = (PriceType.STOP, PriceType.STOP_LIMIT)
@@ -315,7 +319,9 @@ class MultiLegLegBody(SnakeBody):
     """One leg of a multi-leg option order."""
 
     symbol: Symbol = Field(description="Option symbol, e.g. AAPL261218C200.")
-    action: LegAction = Field(description=LEG_ACTIONS)
+    action: Annotated[LegAction, WithJsonSchema({"type": "string", "enum": LEG_ACTION_WORDS})] = Field(
+        description=LEG_ACTIONS
+    )
     qty: Quantity = Field(description="Whole contracts.")
     position_intent: PositionIntent | None = Field(
         default=None,
@@ -329,7 +335,7 @@ class MultiLegLegBody(SnakeBody):
         """Accept buy_to_open etc. and buy/sell with a position intent; the codes are what is stored and bound."""
         if not isinstance(data, dict) or not isinstance(data.get("action"), str):
             return data
-        word = data["action"].strip().lower()
+        word = data["action"]
         intent = data.get("position_intent", data.get("positionIntent"))
         if word in LEG_WORDS:
             return {**data, "action": LEG_WORDS[word].value}
@@ -337,7 +343,7 @@ class MultiLegLegBody(SnakeBody):
             if intent not in (PositionIntent.OPEN.value, PositionIntent.CLOSE.value):
                 raise ValueError(f"action {word} needs position_intent open or close")
             return {**data, "action": LEG_ACTION_OF[(Side(word), PositionIntent(intent))].value}
-        return {**data, "action": data["action"].strip().upper()}
+        return data
 
     @model_validator(mode="after")
     def _intent_agrees(self) -> MultiLegLegBody:

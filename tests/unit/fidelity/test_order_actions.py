@@ -173,16 +173,18 @@ def test_the_action_table_is_in_the_openapi_descriptions() -> None:
     described = OptionPreviewBody.model_json_schema()["properties"]["orderActionCode"]["description"]
     assert describe(ActionKind.OPTION) in described
     assert "`BC` + position_intent close: buy call to close (sent as Fidelity `BC` 'Buy to Close' [DEC])" in described
+    action = MultiLegLegBody.model_json_schema()["properties"]["action"]
     for row in rows(ActionKind.LEG):
-        assert f"`{row.public}`" in MultiLegLegBody.model_json_schema()["properties"]["action"]["description"]
+        assert f"`{row.public}`" in action["description"] and row.public in action["enum"]
+    assert {"buy_to_open", "sell_to_close"} <= set(action["enum"])
 
 
 @pytest.mark.parametrize(
     ("sent", "action"),
     [
         ({"action": "buy_to_open"}, "BO"),
-        ({"action": "Sell_To_Close"}, "SC"),
-        ({"action": "bc"}, "BC"),
+        ({"action": "sell_to_close"}, "SC"),
+        ({"action": "BC"}, "BC"),
         ({"action": "buy", "position_intent": "close"}, "BC"),
         ({"action": "sell", "positionIntent": "open"}, "SO"),
         ({"action": "SO", "position_intent": "open"}, "SO"),
@@ -199,6 +201,7 @@ def test_a_leg_accepts_codes_words_and_buy_or_sell_with_an_intent(sent: dict[str
         ({"action": "buy"}, "needs position_intent open or close"),
         ({"action": "BO", "position_intent": "close"}, "contradicts action BO"),
         ({"action": "buy_to_cover"}, "action"),
+        ({"action": "bc"}, "action"),
     ],
 )
 def test_a_leg_refuses_a_missing_or_contradicting_intent(sent: dict[str, str], problem: str) -> None:
