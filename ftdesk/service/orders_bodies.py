@@ -435,7 +435,8 @@ class CancelBody(SnakeBody, OrderBodyMixin):
     acct_num: AcctNum = Field(description="Account number of the order.")
     action_code: Literal["B", "S", "SS", "BC", "SC", "BP", "SP", "BO", "SO"] = Field(
         description="The order's action: B or S as in the spec; SS, BC, SC, BP, SP, BO and SO are accepted too. "
-        "The broker names the order by conf_num; the action is passed along as the upstream expects."
+        "The broker names the order by conf_num. Fidelity's cancel echoes the order's own action code, read from "
+        "its status (a cover is BH there, not BC); this value is mapped and sent only when the status cannot be read."
     )
 
     def journal_facts(self) -> OrderFacts:
