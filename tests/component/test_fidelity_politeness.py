@@ -44,9 +44,9 @@ class WatchedClock(ManualClock):
         self._slept.set()
         await super().sleep(seconds)
 
-    async def sleeping(self) -> None:
-        """Return once at least one coroutine sleeps on this clock."""
-        while self.sleeper_count == 0:
+    async def sleeping(self, more_than: int = 0) -> None:
+        """Return once more than ``more_than`` coroutines sleep on this clock."""
+        while self.sleeper_count <= more_than:
             self._slept.clear()
             await self._slept.wait()
 
