@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from ftdesk.brokers.fidelity import orders as fidelity_orders
 from ftdesk.brokers.fidelity import orders_mapping as m
 from ftdesk.brokers.fidelity import orders_wire as w
 from ftdesk.brokers.fidelity.broker import FidelityBroker
@@ -34,6 +35,7 @@ from ftdesk.domain.orders import (
 )
 from tests.component.conftest import FIDELITY_PASSWORD, FIDELITY_USER
 from tests.fakes import fidelity_payloads as p
+from tests.fakes.fidelity_orders import STATUS_PATH
 from tests.fakes.fidelity_orders_actions import CAPTURED, DECOMPILED, WORLDS
 from tests.fakes.fidelity_server import FakeFidelity
 from tests.fakes.mdds_server import FakeMdds
@@ -473,3 +475,19 @@ async def test_guessed_codes_the_upstream_may_refuse_surface_as_its_refusal(brok
     with pytest.raises(e.OrderRejected, match="net price type EV is not valid"):
         await broker.preview_multileg_order(even.model_copy(update={"debit_credit": DebitCredit.EVEN, "net_price": 0}))
     assert await broker.get_order_status(p.MARGIN) == []
+
+
+async def test_a_cancel_never_waits_long_for_the_status_it_reads_its_code_from(
+    broker: FidelityBroker, fake: FakeFidelity, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    order = aapl_buy(limit=182.0, action=EquityAction.SELL_SHORT, qty=1)
+    placed = await broker.place_equity_order(order, (await broker.preview_equity_order(order)).conf_num)
+    monkeypatch.setattr(fidelity_orders, "_CANCEL_LOOKUP_SECONDS", 0.05)
+    fake.hold(STATUS_PATH)
+    try:
+        canceled = await broker.cancel_order(placed.conf_num, p.MARGIN, "SS")
+    finally:
+        fake.release(STATUS_PATH)
+    assert canceled.is_accepted
+    # Without the status the spec's SS is still sent as the upstream's sell short, never as "specific shares".
+    assert last_body(fake, CANCEL_PLACE)["request"]["parameter"]["cancelOrderDetail"][0]["actionCode"] == "SH"

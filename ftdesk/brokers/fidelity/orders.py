@@ -9,6 +9,7 @@ Request bodies live in ``orders_wire``, answer mapping in ``orders_mapping``.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import math
 from collections import OrderedDict
@@ -56,6 +57,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 _BUYS = {EquityAction.BUY.value, EquityAction.BUY_TO_COVER.value}
+_CANCEL_LOOKUP_SECONDS = 5.0  # how long a cancel waits for the order's status before sending the given code
 _LEG_PRICES_KEPT = 256  # previews whose leg quotes are kept for their place (previews live minutes)
 
 
@@ -216,13 +218,15 @@ class OrdersModule(FidelityModule):
         when the status cannot be read the cancel still goes out, with the code mapped as well as it can be.
         """
         try:
-            for order in await self.get_order_status(acct_num):
+            async with asyncio.timeout(_CANCEL_LOOKUP_SECONDS):  # a slow status read must not hold the cancel up
+                orders = await self.get_order_status(acct_num)
+            for order in orders:
                 if (
                     order.id_detail.conf_num.upper() == conf_num.strip().upper()
                     and order.order_detail.broker_action_code
                 ):
                     return order.order_detail.broker_action_code
-        except FtdeskError:
+        except (FtdeskError, TimeoutError):
             log.warning("Could not read order %s before canceling it; sending action code %s", conf_num, action_code)
         return w.cancel_action_code(action_code)
 
