@@ -1,6 +1,7 @@
 """Run the test suite with the system clock set to awkward dates, under several time zones.
 
     .venv/bin/python tests/date_sweep.py                      # 11 dates x 3 zones, non-GUI tests, 2 at a time
+    .venv/bin/python tests/date_sweep.py --calendar           # the same with the date-sensitive tests only
     .venv/bin/python tests/date_sweep.py --points thanksgiving,nye --zones Asia/Tokyo
     .venv/bin/python tests/date_sweep.py --at "2026-11-28 10:00" --zones Asia/Tokyo   # CI's Saturday in Tokyo
     .venv/bin/python tests/date_sweep.py --gui -- -m "not slow"                        # extra pytest arguments
@@ -55,6 +56,30 @@ POINTS: dict[str, datetime] = {
     "new-years-eve": datetime(2026, 12, 31, 23, 59),
 }
 TIMETRAVEL = ROOT / "tests" / "timetravel"
+# --calendar: the tests whose answers depend on the date (the paper service on the system clock, the fake
+# Fidelity upstream, the market calendar, expirations, history ranges, journals), without the slow ones.
+# Left out: streaming fan-out, the OpenAPI description, security and envelope checks, layering, install
+# script, autostart and GUI (no dates in them; they are in the full sweep).
+CALENDAR_TESTS = (
+    "tests/component",
+    "tests/contract",
+    "tests/unit/fidelity",
+    "tests/unit/test_order_journal.py",
+    *(
+        f"tests/unit/paper/test_{name}.py"
+        for name in ("calendar", "alerts", "dividends", "engine", "feeds", "ledger", "ledger_risk", "options")
+    ),
+    *(
+        f"tests/unit/paper/test_{name}.py"
+        for name in ("persistence", "position_intent", "pricing", "research", "session", "userdata")
+    ),
+    *(
+        f"tests/api/test_{name}_api.py"
+        for name in ("accounts", "events", "market_data", "orders", "research", "user_data")
+    ),
+    "-m",
+    "not slow",
+)
 
 
 @dataclass
@@ -149,6 +174,7 @@ def main() -> int:
     parser.add_argument("--at", help="one local wall time 'YYYY-MM-DD HH:MM' in each zone, instead of --points")
     parser.add_argument("--jobs", type=int, default=2, help="pytest runs at once (default: %(default)s)")
     parser.add_argument("--gui", action="store_true", help="include tests/gui (left out by default)")
+    parser.add_argument("--calendar", action="store_true", help="only the date-sensitive tests (CALENDAR_TESTS)")
     parser.add_argument("--logs", type=Path, help="folder for each run's output and JUnit XML")
     parser.add_argument("pytest_args", nargs="*", help="after --: extra pytest arguments (paths, -m, -k ...)")
     args = parser.parse_args()
@@ -166,7 +192,7 @@ def main() -> int:
             if label not in POINTS:
                 parser.error(f"unknown point {label!r}; known: {', '.join(POINTS)}")
             runs += [Run(label, zone, POINTS[label].replace(tzinfo=NEW_YORK)) for zone in zones]
-    pytest_args = list(args.pytest_args)  # no path given: pytest's testpaths, all of tests/
+    pytest_args = [*(CALENDAR_TESTS if args.calendar else ()), *args.pytest_args]  # no path: all of tests/
     if not args.gui:
         pytest_args.append("--ignore=tests/gui")
     logs = args.logs or Path(tempfile.mkdtemp(prefix="ftdesk-date-sweep-"))
