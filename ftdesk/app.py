@@ -80,6 +80,7 @@ def build_broker(settings: Settings, clock: Clock) -> Broker:
                 upstream=settings.fidelity_upstream,
                 read_rate=settings.fidelity_read_rate,
                 read_concurrency=settings.fidelity_read_concurrency,
+                read_share=settings.fidelity_read_share,
                 read_budget=settings.fidelity_read_budget,
                 read_retries=settings.fidelity_read_retries,
                 order_rate=settings.fidelity_order_rate,

@@ -404,6 +404,14 @@ SETTINGS: tuple[SettingSpec, ...] = (
         "1-256",
     ),
     SettingSpec(
+        "fidelity_read_share",
+        1.0,
+        _float_parser(0, 10),
+        "An answer that took Fidelity d seconds (10 ms or more) also answers identical reads arriving up to d "
+        "later, at most this long; 0 = only reads in flight share. Any write ends it.",
+        "0-10",
+    ),
+    SettingSpec(
         "fidelity_read_budget",
         15.0,
         _float_parser(1, 300),
@@ -471,6 +479,7 @@ class Settings:
     fidelity_upstream: str | None
     fidelity_read_rate: float
     fidelity_read_concurrency: int
+    fidelity_read_share: float
     fidelity_read_budget: float
     fidelity_read_retries: int
     fidelity_order_rate: float

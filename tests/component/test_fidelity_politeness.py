@@ -248,3 +248,33 @@ async def test_the_screener_token_is_reused_until_it_expires(
     fake.research.tokens.clear()  # LiveVol forgets the token early: fetched again once, and the scan runs
     assert (await broker.run_screener(ScanDefinition(limit=2))).rows
     assert fake.hits[SAML] == 3 and fake.hits[SCAN] == 6
+
+
+async def test_a_slow_answer_is_shared_for_as_long_as_it_took_and_a_write_ends_that(
+    broker: FidelityBroker, fake: FakeFidelity, clock: WatchedClock
+) -> None:
+    async def slow_read(seconds: float) -> None:
+        fake.hold(POSITIONS)
+        read = asyncio.create_task(broker.get_positions(p.MARGIN))
+        async with asyncio.timeout(5):
+            while fake.hits[POSITIONS] == hits:  # noqa: ASYNC110 - the fake has no arrival event
+                await asyncio.sleep(0.001)
+        await clock.advance(seconds)  # the upstream takes this long
+        fake.release(POSITIONS)
+        await read
+
+    hits = fake.hits[POSITIONS]
+    await slow_read(0.4)
+    hits = fake.hits[POSITIONS]
+    await clock.advance(0.3)
+    await broker.get_positions(p.MARGIN)  # 0.3 s after an answer that took 0.4 s: that answer
+    assert fake.hits[POSITIONS] == hits
+    await clock.advance(0.2)
+    await broker.get_positions(p.MARGIN)  # 0.5 s after: asked again
+    assert fake.hits[POSITIONS] == hits + 1
+
+    hits = fake.hits[POSITIONS]
+    await slow_read(0.4)
+    await broker.create_note(NoteDraft(note="n", symbol="SPY", title="t"))
+    await broker.get_positions(p.MARGIN)  # a write came in between: asked again
+    assert fake.hits[POSITIONS] == hits + 2

@@ -12,7 +12,9 @@ on the routed host) and turns what comes back into domain outcomes:
 
 Politeness (``politeness``): reads, writes and logins have budgets of their own; reads cost nothing
 until the upstream pushes back. Identical concurrent reads (GETs, and the POSTs that only read) share
-one upstream call, and reference data comes from ``reference_cache`` while fresh. A read answered 429,
+one upstream call, an answer that took the upstream ``d`` seconds also answers identical reads arriving
+up to ``d`` later (``SHARE_MIN``, ``FidelityConfig.read_share``; any write ends it: a write changes what
+reads answer), and reference data comes from ``reference_cache`` while fresh. A read answered 429,
 502, 503 or 504, or cut off, is retried (tenacity, sleeping on the injected clock) with jittered backoff
 and at least the ``Retry-After`` asked for, within ``FidelityConfig.read_budget`` seconds; then the caller
 gets ``BrokerError`` with ``details.reason`` ``UPSTREAM_BUSY``. A write (place, cancel, any call that
@@ -61,6 +63,8 @@ RETRIED_STATUSES = frozenset({429, 502, 503, 504})
 """Statuses a read is retried on: the upstream (or a proxy before it) is overloaded or briefly away."""
 _BACKOFF = wait_random_exponential(multiplier=0.25, max=4.0)  # full jitter: 0-0.25 s, 0-0.5 s, ... 0-4 s
 _RETRY_AFTER_JITTER = wait_random(0, 0.25)  # spreads callers told the same Retry-After
+SHARE_MIN = 0.01
+"""An answer faster than this is not shared after it arrives: asking again costs as little as the staleness."""
 
 
 class Profile(Enum):
@@ -167,6 +171,9 @@ class FidelityHttp:
         )
         self._inflight: dict[tuple[str, str, str, Profile], asyncio.Task[UpstreamResponse]] = {}
         self._cache: ReferenceCache[UpstreamResponse] = ReferenceCache()
+        # Answers just received, shared with identical reads for as long as they took (at most read_share).
+        self._recent: ReferenceCache[UpstreamResponse] = ReferenceCache()
+        self._writes = 0  # a read that overlapped a write is not shared after it arrives
         self.upstream_calls = 0
         self.screener_token: tuple[str, float] | None = None
         """The LiveVol JWT of this session and when it expires (unix seconds), reused until then (4.28)."""
@@ -185,6 +192,7 @@ class FidelityHttp:
         tasks = list(self._inflight.values())
         self._inflight.clear()
         self._cache.clear()
+        self._recent.clear()
         for task in tasks:
             task.cancel()
         for task in tasks:
@@ -227,10 +235,9 @@ class FidelityHttp:
         if not read and ttl is None:
             return await self._write(method, url, profile, payload, extra, request_id)
         key = (method, url, (payload or "") + json.dumps(sorted(extra.items())), profile)
-        if ttl is not None:
-            entry = self._cache.get(key, self._clock.monotonic())
-            if entry is not None:
-                return entry.value
+        entry = (self._cache if ttl is not None else self._recent).get(key, self._clock.monotonic())
+        if entry is not None:
+            return entry.value
         task = self._inflight.get(key)
         if task is None:
             task = asyncio.get_running_loop().create_task(
@@ -255,7 +262,8 @@ class FidelityHttp:
         response = await self.call(method, url, body=body, headers=headers, read=read)
         raise_for_status(response, what)
         payload = response.json()
-        raise_for_business_error(payload, what)
+        if b"respTypeCode" in response.body:  # walking every record of a large answer costs more than this look
+            raise_for_business_error(payload, what)
         return payload
 
     def _forget(self, key: tuple[str, str, str, Profile], task: asyncio.Task[UpstreamResponse]) -> None:
@@ -270,6 +278,8 @@ class FidelityHttp:
         """Send a call that may change something: once, never retried; a pushback still slows the reads."""
         if profile is Profile.DATA:  # login steps are counted per login (LoginBudget), not per call
             await self._policy.writes.acquire()
+        self._recent.clear()  # what a read answered before this write may no longer be true
+        self._writes += 1
         try:
             response = await self._send(method, url, profile, payload, extra, request_id)
         except TimeoutError:
@@ -291,33 +301,58 @@ class FidelityHttp:
         method, url, _, profile = key
         started = self._clock.monotonic()
         deadline = started + self._config.read_budget
-        what = f"{method} {URL(url).path}"
+        what = f"{method} {url.partition('?')[0]}"
         attempts = 0
+        took = 0.0
+        writes = self._writes
+
+        async def once() -> UpstreamResponse:
+            nonlocal took
+            begun = self._clock.monotonic()
+            try:
+                return await self._read_once(method, url, profile, payload, extra, request_id)
+            finally:
+                took = self._clock.monotonic() - begun
 
         async def attempt() -> UpstreamResponse:
             nonlocal attempts
             attempts += 1
-            return await self._policy.reads.run(
-                lambda: self._read_once(method, url, profile, payload, extra, request_id), deadline, what
-            )
+            return await self._policy.reads.run(once, deadline, what)
 
         def stop(state: RetryCallState) -> bool:
             upcoming = state.upcoming_sleep or 0.0
             return state.attempt_number > self._config.read_retries or (self._clock.monotonic() + upcoming > deadline)
 
-        retrying = AsyncRetrying(
-            sleep=self._clock.sleep,
-            stop=stop,
-            wait=_retry_wait,
-            retry=retry_if_exception_type(Retryable),
-            reraise=True,
-        )
         try:
-            response: UpstreamResponse = await retrying(attempt)
-        except Retryable as failure:
-            raise _gave_up(failure, url, attempts, self._clock.monotonic() - started) from None
-        if ttl is not None and response.ok:
-            self._cache.put(key, response, self._clock.monotonic(), ttl)
+            response = await attempt()  # the common case pays nothing for the retry machinery
+        except Retryable as first:
+            pending: Retryable | None = first
+
+            async def again() -> UpstreamResponse:
+                nonlocal pending
+                if pending is not None:  # tenacity's attempt 1 is the one that just failed
+                    failure, pending = pending, None
+                    raise failure
+                return await attempt()
+
+            retrying = AsyncRetrying(
+                sleep=self._clock.sleep,
+                stop=stop,
+                wait=_retry_wait,
+                retry=retry_if_exception_type(Retryable),
+                reraise=True,
+            )
+            try:
+                response = await retrying(again)
+            except Retryable as failure:
+                raise _gave_up(failure, url, attempts, self._clock.monotonic() - started) from None
+        if response.ok:
+            now = self._clock.monotonic()
+            if ttl is not None:
+                self._cache.put(key, response, now, ttl)
+            elif took >= SHARE_MIN and self._config.read_share > 0 and writes == self._writes:
+                # It was up to `took` old on arrival; shared as long again, it is never older than 2x that.
+                self._recent.put(key, response, now, min(took, self._config.read_share))
         return response
 
     async def _read_once(

@@ -33,8 +33,13 @@ CACHED: dict[tuple[str, str], float] = {
 MAX_ENTRIES = 256
 
 
+_CACHED_PATHS = frozenset(path for _, path in CACHED)
+
+
 def freshness(method: str, url: str) -> float | None:
     """Return how long an answer to this call stays fresh, or None when it is never cached."""
+    if not any(path in url for path in _CACHED_PATHS):  # every call asks: keep the common answer cheap
+        return None
     return CACHED.get((method, URL(url, encoded=True).path))
 
 
