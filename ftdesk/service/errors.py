@@ -74,7 +74,11 @@ ERROR_TABLE: dict[type[e.FtdeskError], ErrorSpec] = {
         "`details.understood` show both sides.",
     ),
     e.BrokerError: ErrorSpec(
-        "BROKER_ERROR", 502, "The brokerage returned an error or rejected the order; the message is the brokerage's."
+        "BROKER_ERROR",
+        502,
+        "The brokerage returned an error or rejected the order; the message is the brokerage's. `details.reason` "
+        "`UPSTREAM_BUSY` (Fidelity too busy for a read) or `LOGIN_RATE_LIMITED` come with `details.retry_after`, "
+        "seconds.",
     ),
     e.InternalError: ErrorSpec(
         "INTERNAL_ERROR",
