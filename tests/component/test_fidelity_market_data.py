@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import date, timedelta
 
 import pytest
+from pydantic import SecretStr
 
 from ftdesk.brokers.fidelity.broker import FidelityBroker
 from ftdesk.brokers.fidelity.config import FidelityConfig
@@ -12,6 +13,9 @@ from ftdesk.domain import errors as e
 from ftdesk.domain.accounts import OptionType
 from ftdesk.domain.clock import SystemClock
 from ftdesk.domain.market import BarWidth
+from ftdesk.domain.session import Credentials
+from tests.component.conftest import FIDELITY_PASSWORD, FIDELITY_USER
+from tests.fakes.clock import ANCHOR, AnchoredClock
 from tests.fakes.fidelity_server import FakeFidelity
 
 
@@ -38,6 +42,30 @@ async def test_option_chain_pairs_calls_and_puts_by_strike_with_model_greeks(bro
     # A single-contract expiration arrives as a lone XML element and still maps.
     assert len(chain.expirations[-1].strikes) == 1
     assert chain.raw is not None and "OPTIONCHAIN" in chain.raw
+
+
+@pytest.mark.parametrize("days_after_anchor", range(7))
+async def test_the_chain_on_every_day_of_the_week_starts_at_the_next_friday(days_after_anchor: int) -> None:
+    clock = AnchoredClock(ANCHOR + timedelta(days=days_after_anchor))  # Monday .. Sunday
+    fake = FakeFidelity(username=FIDELITY_USER, password=FIDELITY_PASSWORD, clock=clock)
+    await fake.start()
+    broker = FidelityBroker(FidelityConfig(upstream=fake.base_url, request_timeout=5.0), clock)
+    try:
+        await broker.start()
+        await broker.login(Credentials(username=FIDELITY_USER, password=SecretStr(FIDELITY_PASSWORD)))
+        chain = await broker.get_option_chain("AAPL")
+    finally:
+        await broker.close()
+        await fake.close()
+    today = fake.today()
+    first = chain.expirations[0]
+    assert date.fromisoformat(first.expiration).weekday() == 4 and 1 <= first.days_to_expiration <= 7
+    assert (date.fromisoformat(first.expiration) - today).days == first.days_to_expiration
+    deltas = [s.call.greeks.delta for s in first.strikes if s.call]
+    assert deltas == sorted(deltas, reverse=True) and all(0 <= d <= 1 for d in deltas)
+    atm = first.strikes[3]
+    assert atm.call is not None and atm.put is not None
+    assert 0 < atm.call.greeks.delta < 1 and -1 < atm.put.greeks.delta < 0
 
 
 async def test_chain_of_an_unknown_symbol_is_not_found(broker: FidelityBroker) -> None:
