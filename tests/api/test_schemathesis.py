@@ -18,6 +18,7 @@ import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 import requests
@@ -110,6 +111,22 @@ def live_service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServi
                 proc.kill()
 
 
+def admits_text(schema: dict[str, Any]) -> bool:
+    """Say whether a parameter schema takes a string, or a list of strings."""
+    branches = schema.get("anyOf", [schema])
+    return any(b.get("type") == "string" or b.get("items", {}).get("type") == "string" for b in branches)
+
+
+def mutates_text_only(case: schemathesis.Case, query_schemas: dict[str, dict[str, Any]]) -> bool:
+    """Say whether a negative case broke only query parameters that take text (or lists of text)."""
+    meta = case.meta
+    mutations = getattr(meta.phase.data, "mutations", ()) if meta is not None else ()
+    return bool(mutations) and any(
+        m.parameter_location.value == "query" and admits_text(query_schemas.get(m.parameter or "", {}))
+        for m in mutations
+    )
+
+
 def envelope_shape(response: requests.Response) -> None:
     body = response.json()
     assert isinstance(body, dict) and set(body) == {"ok", "data", "error"}, body
@@ -120,9 +137,17 @@ def envelope_shape(response: requests.Response) -> None:
         assert response.status_code >= 400
 
 
+@pytest.mark.timeout(600)  # ~40 s per mode on an idle 2-core machine; several times that when it is shared
 @pytest.mark.parametrize("mode", [GenerationMode.POSITIVE, GenerationMode.NEGATIVE], ids=["valid", "invalid"])
 def test_no_server_errors_and_always_the_envelope(live_service: LiveService, mode: GenerationMode) -> None:
     schema = schemathesis.openapi.from_url(f"{live_service.base_url}/docs/openapi.json")
+    # The harness sends the API key on every request: a generated (or removed) Authorization header is noise.
+    schema.config.generation.update(with_security_parameters=False)
+    query_schemas = {
+        (method.upper(), path): {p["name"]: p["schema"] for p in op.get("parameters", []) if p["in"] == "query"}
+        for path, item in schema.raw_schema["paths"].items()
+        for method, op in item.items()
+    }
     operations = [result.ok() for result in schema.get_all_operations()]
     assert len(operations) >= 66, "every endpoint of the spec is in the description"
     checks = [*CHECKS, negative_data_rejection] if mode is GenerationMode.NEGATIVE else CHECKS
@@ -144,7 +169,13 @@ def test_no_server_errors_and_always_the_envelope(live_service: LiveService, mod
                 f"{case.method} {case.formatted_path}: {response.status_code} {response.text[:300]}"
             )
             envelope_shape(response)
-            case.validate_response(response, checks=checks)
+            params = query_schemas[(case.method.upper(), case.operation.path)]
+            if mutates_text_only(case, params):
+                # A query string is text: an "invalid" value for a parameter that takes text (`keys=0`,
+                # `keys=null&keys=null`) arrives as valid text, and there is nothing on the wire to refuse.
+                case.validate_response(response, checks=CHECKS)
+            else:
+                case.validate_response(response, checks=checks)
 
         live_service.login()
         try:
