@@ -149,7 +149,9 @@ def _summary(results: list[dict[str, Any]], upstream_calls: int) -> dict[str, An
     }
 
 
-async def run(seconds: float, latencies: list[float], clients: list[int], rounds: int) -> list[dict[str, Any]]:
+async def run(
+    seconds: float, latencies: list[float], clients: list[int], rounds: int, env: dict[str, str]
+) -> list[dict[str, Any]]:
     """Run every combination; return one row per (latency, workload, clients, mode)."""
     from ftdesk.app import ServiceRuntime
     from ftdesk.config import load_settings
@@ -167,6 +169,7 @@ async def run(seconds: float, latencies: list[float], clients: list[int], rounds
                     "FTSERVICE_API_KEY": API_KEY,
                     "FTSERVICE_BROKER": "fidelity",
                     "FTSERVICE_FIDELITY_UPSTREAM": base_url,
+                    **env,
                 }
             )
             runtime = ServiceRuntime(settings, redactor=SecretRedactor(), keyring_backend=InMemoryKeyring())
@@ -270,13 +273,19 @@ def main() -> None:
     parser.add_argument("--latencies", default="0,100", help="upstream latencies, ms")
     parser.add_argument("--clients", default="1,10,50")
     parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds per mode")
+    parser.add_argument(
+        "--read-share", help="FTSERVICE_FIDELITY_READ_SHARE for ftdesk (0: share only reads in flight)", default=None
+    )
     args = parser.parse_args()
     logging.disable(logging.INFO)  # measure the path, not the terminal
     latencies = [float(x) for x in args.latencies.split(",")]
     clients = [int(x) for x in args.clients.split(",")]
     print(f"machine: {platform.platform()}, {os.cpu_count()} cores, Python {platform.python_version()}")
     print(f"{args.rounds} x {args.seconds:g} s per mode; fake upstream, ftdesk and the clients in three processes")
-    rows = asyncio.run(run(args.seconds, latencies, clients, args.rounds))
+    env = {} if args.read_share is None else {"FTSERVICE_FIDELITY_READ_SHARE": args.read_share}
+    if env:
+        print(f"ftdesk with {env}")
+    rows = asyncio.run(run(args.seconds, latencies, clients, args.rounds, env))
     _goals(rows)
 
 

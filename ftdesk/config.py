@@ -407,8 +407,8 @@ SETTINGS: tuple[SettingSpec, ...] = (
         "fidelity_read_share",
         1.0,
         _float_parser(0, 10),
-        "An answer that took Fidelity d seconds (10 ms or more) also answers identical reads arriving up to d "
-        "later, at most this long; 0 = only reads in flight share. Any write ends it.",
+        "Seconds a Fidelity answer (one that took 10 ms or more) also answers identical reads after it arrives; "
+        "0 = only reads in flight share. Any write (an order, a cancel) ends it.",
         "0-10",
     ),
     SettingSpec(

@@ -29,7 +29,8 @@ async def fake() -> AsyncIterator[FakeFidelity]:
 @pytest.fixture
 async def broker(fake: FakeFidelity) -> AsyncIterator[FidelityBroker]:
     """Return a Fidelity broker logged in to the fake, on the fake's clock."""
-    config = FidelityConfig(upstream=fake.base_url, request_timeout=5.0)
+    # The fake changes behind ftdesk's back: no answer reuse (read_share), or a test would read the old one.
+    config = FidelityConfig(upstream=fake.base_url, request_timeout=5.0, read_share=0.0)
     instance = FidelityBroker(config, fake.clock)
     await instance.start()
     await instance.login(Credentials(username=FIDELITY_USER, password=SecretStr(FIDELITY_PASSWORD)))

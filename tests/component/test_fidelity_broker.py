@@ -55,7 +55,7 @@ async def make_broker(fake: FakeFidelity) -> AsyncIterator[Callable[..., Fidelit
     made: list[FidelityBroker] = []
 
     def build(**config: object) -> FidelityBroker:
-        settings: dict[str, object] = {"upstream": fake.base_url, "request_timeout": 5.0}
+        settings: dict[str, object] = {"upstream": fake.base_url, "request_timeout": 5.0, "read_share": 0.0}
         settings.update(config)
         broker = FidelityBroker(FidelityConfig(**settings), fake.clock)  # type: ignore[arg-type]
         made.append(broker)

@@ -49,7 +49,7 @@ async def test_the_chain_on_every_day_of_the_week_starts_at_the_next_friday(days
     clock = AnchoredClock(ANCHOR + timedelta(days=days_after_anchor))  # Monday .. Sunday
     fake = FakeFidelity(username=FIDELITY_USER, password=FIDELITY_PASSWORD, clock=clock)
     await fake.start()
-    broker = FidelityBroker(FidelityConfig(upstream=fake.base_url, request_timeout=5.0), clock)
+    broker = FidelityBroker(FidelityConfig(upstream=fake.base_url, request_timeout=5.0, read_share=0.0), clock)
     try:
         await broker.start()
         await broker.login(Credentials(username=FIDELITY_USER, password=SecretStr(FIDELITY_PASSWORD)))
@@ -155,7 +155,7 @@ async def test_an_expired_session_on_fastquote_is_session_expired(broker: Fideli
 
 
 async def test_market_data_needs_a_login(fake: FakeFidelity) -> None:
-    config = FidelityConfig(upstream=fake.base_url, request_timeout=5.0)
+    config = FidelityConfig(upstream=fake.base_url, request_timeout=5.0, read_share=0.0)
     logged_out = FidelityBroker(config, SystemClock())
     with pytest.raises(e.AuthRequired):
         await logged_out.get_option_chain("AAPL")

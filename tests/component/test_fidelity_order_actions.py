@@ -41,7 +41,10 @@ async def upstream() -> AsyncIterator[FakeFidelity]:
 async def service(start_service: Callable[..., Any], upstream: FakeFidelity) -> RunningService:
     """A service with live trading on, logged in to the fake."""
     running: RunningService = await start_service(
-        broker="fidelity", fidelity_upstream=upstream.base_url, live_trading="true"
+        broker="fidelity",
+        fidelity_upstream=upstream.base_url,
+        live_trading="true",
+        fidelity_read_share="0",  # the fake changes behind ftdesk's back: no answer reuse
     )
     status, body = await running.call(
         "POST", f"{API}/auth/login", json={"username": "trader", "password": "correct-horse"}

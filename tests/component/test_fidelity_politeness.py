@@ -250,31 +250,37 @@ async def test_the_screener_token_is_reused_until_it_expires(
     assert fake.hits[SAML] == 3 and fake.hits[SCAN] == 6
 
 
-async def test_a_slow_answer_is_shared_for_as_long_as_it_took_and_a_write_ends_that(
+async def test_an_answer_serves_identical_reads_for_a_second_and_a_write_ends_that(
     broker: FidelityBroker, fake: FakeFidelity, clock: WatchedClock
 ) -> None:
     async def slow_read(seconds: float) -> None:
+        before = fake.hits[POSITIONS]
         fake.hold(POSITIONS)
         read = asyncio.create_task(broker.get_positions(p.MARGIN))
         async with asyncio.timeout(5):
-            while fake.hits[POSITIONS] == hits:  # noqa: ASYNC110 - the fake has no arrival event
+            while fake.hits[POSITIONS] == before:  # noqa: ASYNC110 - the fake has no arrival event
                 await asyncio.sleep(0.001)
         await clock.advance(seconds)  # the upstream takes this long
         fake.release(POSITIONS)
         await read
 
+    await slow_read(0.1)
     hits = fake.hits[POSITIONS]
-    await slow_read(0.4)
-    hits = fake.hits[POSITIONS]
-    await clock.advance(0.3)
-    await broker.get_positions(p.MARGIN)  # 0.3 s after an answer that took 0.4 s: that answer
-    assert fake.hits[POSITIONS] == hits
-    await clock.advance(0.2)
-    await broker.get_positions(p.MARGIN)  # 0.5 s after: asked again
+    await clock.advance(0.9)
+    await broker.get_positions(p.MARGIN)  # 0.9 s after the answer arrived: that answer
+    await broker.get_balances(p.MARGIN)  # another read is asked for
+    assert fake.hits[POSITIONS] == hits and fake.hits[BALANCES] == 1
+    await clock.advance(0.1)
+    await broker.get_positions(p.MARGIN)  # 1 s after: asked again
     assert fake.hits[POSITIONS] == hits + 1
 
-    hits = fake.hits[POSITIONS]
-    await slow_read(0.4)
+    await slow_read(0.1)
     await broker.create_note(NoteDraft(note="n", symbol="SPY", title="t"))
     await broker.get_positions(p.MARGIN)  # a write came in between: asked again
-    assert fake.hits[POSITIONS] == hits + 2
+    assert fake.hits[POSITIONS] == hits + 3
+
+
+async def test_a_quick_answer_is_not_kept(broker: FidelityBroker, fake: FakeFidelity) -> None:
+    await broker.get_positions(p.MARGIN)  # the clock does not move: the answer took no time
+    await broker.get_positions(p.MARGIN)
+    assert fake.hits[POSITIONS] == 2

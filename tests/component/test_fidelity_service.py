@@ -55,6 +55,7 @@ class Upstream:
             "beps_stream_url": STREAM_URL_TEMPLATE,
             "beps_mid": "ee629881ce0a8830",
             "stream_backoff": "0.05",
+            "fidelity_read_share": "0",  # the fake changes behind ftdesk's back: no answer reuse
             **extra,
         }
 

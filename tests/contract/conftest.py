@@ -40,7 +40,8 @@ async def broker(request: pytest.FixtureRequest, tmp_path: Path, credentials: Cr
         password = credentials.password.get_secret_value()
         fake = FakeFidelity(username=credentials.username, password=password, mdds=FakeMdds(), clock=AnchoredClock())
         await fake.start()
-        config = FidelityConfig(upstream=fake.base_url, request_timeout=5.0)
+        # The fake changes behind ftdesk's back: no answer reuse (read_share), or a test would read the old one.
+        config = FidelityConfig(upstream=fake.base_url, request_timeout=5.0, read_share=0.0)
         instance = FidelityBroker(config, fake.clock)
     await instance.start()
     await instance.login(credentials)

@@ -22,10 +22,9 @@ class FidelityConfig:
     one call). About what a desktop app keeps open to one host; it bounds a flood of different reads
     without ever slowing one script's loop."""
     read_share: float = 1.0
-    """``FTSERVICE_FIDELITY_READ_SHARE``: an answer that took the upstream ``d`` seconds (10 ms or more) also
-    answers identical reads arriving up to ``d`` later, at most this many seconds; 0 = only reads in flight
-    share. A caller joining a call in flight already gets an answer up to ``d`` old; this keeps every
-    answer under twice the upstream's own latency, and any write (an order, a cancel) ends the sharing."""
+    """``FTSERVICE_FIDELITY_READ_SHARE``: seconds an answer also serves identical reads after it arrives (when
+    the upstream took 10 ms or more to give it); 0 = only reads in flight share. About as often as the
+    desktop app refreshes a page; any write (an order, a cancel) ends the sharing at once."""
     read_budget: float = 15.0
     """``FTSERVICE_FIDELITY_READ_BUDGET``: seconds one read may spend waiting for the budget and retrying
     before the caller gets 502 ``BROKER_ERROR`` (reason ``UPSTREAM_BUSY``), so a script is never left hanging."""

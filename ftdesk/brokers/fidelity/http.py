@@ -12,8 +12,8 @@ on the routed host) and turns what comes back into domain outcomes:
 
 Politeness (``politeness``): reads, writes and logins have budgets of their own; reads cost nothing
 until the upstream pushes back. Identical concurrent reads (GETs, and the POSTs that only read) share
-one upstream call, an answer that took the upstream ``d`` seconds also answers identical reads arriving
-up to ``d`` later (``SHARE_MIN``, ``FidelityConfig.read_share``; any write ends it: a write changes what
+one upstream call, an answer that took the upstream at least ``SHARE_MIN`` also answers identical reads
+for ``FidelityConfig.read_share`` seconds after it arrives (any write ends that: a write changes what
 reads answer), and reference data comes from ``reference_cache`` while fresh. A read answered 429,
 502, 503 or 504, or cut off, is retried (tenacity, sleeping on the injected clock) with jittered backoff
 and at least the ``Retry-After`` asked for, within ``FidelityConfig.read_budget`` seconds; then the caller
@@ -64,7 +64,8 @@ RETRIED_STATUSES = frozenset({429, 502, 503, 504})
 _BACKOFF = wait_random_exponential(multiplier=0.25, max=4.0)  # full jitter: 0-0.25 s, 0-0.5 s, ... 0-4 s
 _RETRY_AFTER_JITTER = wait_random(0, 0.25)  # spreads callers told the same Retry-After
 SHARE_MIN = 0.01
-"""An answer faster than this is not shared after it arrives: asking again costs as little as the staleness."""
+"""An answer faster than this is not shared after it arrives: an upstream that quick is cheaper to ask again
+than an answer is to keep (and a local fake answers this quickly: tests read what they just changed)."""
 
 
 class Profile(Enum):
@@ -171,7 +172,7 @@ class FidelityHttp:
         )
         self._inflight: dict[tuple[str, str, str, Profile], asyncio.Task[UpstreamResponse]] = {}
         self._cache: ReferenceCache[UpstreamResponse] = ReferenceCache()
-        # Answers just received, shared with identical reads for as long as they took (at most read_share).
+        # Answers just received, shared with identical reads for read_share seconds.
         self._recent: ReferenceCache[UpstreamResponse] = ReferenceCache()
         self._writes = 0  # a read that overlapped a write is not shared after it arrives
         self.upstream_calls = 0
@@ -351,8 +352,9 @@ class FidelityHttp:
             if ttl is not None:
                 self._cache.put(key, response, now, ttl)
             elif took >= SHARE_MIN and self._config.read_share > 0 and writes == self._writes:
-                # It was up to `took` old on arrival; shared as long again, it is never older than 2x that.
-                self._recent.put(key, response, now, min(took, self._config.read_share))
+                # Callers in a convoy (each waits for one read, then asks for the next) would otherwise wait
+                # a full upstream latency for every answer; with it, a loop over N reads waits once per window.
+                self._recent.put(key, response, now, self._config.read_share)
         return response
 
     async def _read_once(
