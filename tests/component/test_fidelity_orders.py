@@ -491,3 +491,15 @@ async def test_a_cancel_never_waits_long_for_the_status_it_reads_its_code_from(
     assert canceled.is_accepted
     # Without the status the spec's SS is still sent as the upstream's sell short, never as "specific shares".
     assert last_body(fake, CANCEL_PLACE)["request"]["parameter"]["cancelOrderDetail"][0]["actionCode"] == "SH"
+
+
+async def test_a_credit_spread_sends_its_limit_signed_and_binds_on_the_same_limit(
+    broker: FidelityBroker, fake: FakeFidelity
+) -> None:
+    order = spread(("QS280121C7", LegAction.SELL_TO_OPEN), ("QS280121C12", LegAction.BUY_TO_OPEN), credit=True)
+    preview = await broker.preview_multileg_order(order)
+    tradable = last_body(fake, MULTILEG_PREVIEW)["parameters"]["tradableSecOrderDetail"]
+    assert (tradable["dbCrEvenCode"], tradable["netAmount"]) == ("CR", -0.92)
+    assert preview.action == "CR" and preview.est_cost == 0 and preview.est_proceeds > 0
+    placed = await broker.place_multileg_order(order, preview.conf_num)
+    assert placed.conf_num == preview.conf_num

@@ -177,6 +177,10 @@ def check_echo(detail: dict[str, Any], intent: Intent, what: str) -> tuple[str |
         extra = []
         if echoed is not None and intent.debit_credit is not None and echoed.upper() != intent.debit_credit:
             extra.append(f"asked for a net {intent.debit_credit}, the broker understood {echoed}")
+        # The answer's netAmount is the limit (captured: 0.92 for 0.92); its sign convention is unknown, its size not.
+        net = v.number(detail.get("netAmount"))
+        if net is not None and intent.limit_price is not None and abs(abs(net) - intent.limit_price) > 1e-6:
+            extra.append(f"asked for a net limit of {intent.limit_price:g}, the broker understood {net:g}")
         warnings = check_legs(intent.asked, legs, what, conf_num, extra)
         words = ", ".join(
             f"{v.text_or(leg.get('actionCodeDesc')) or v.text_or(leg.get('orderActionCode'))} "

@@ -17,6 +17,7 @@ from ftdesk.domain.order_actions import ActionKind, leg_intent, row_for
 from ftdesk.domain.orders import (
     ConditionalLeg,
     ConditionalOrder,
+    DebitCredit,
     EquityAction,
     EquityOrder,
     LegAction,
@@ -218,6 +219,13 @@ def leg_price_detail(underlying_price: float, price_time: int, bid: float, ask: 
     return {"price": underlying_price, "priceDateTime": price_time, "bidPrice": bid, "askPrice": ask}
 
 
+def signed_net(order: MultiLegOptionOrder) -> float | None:
+    """Return the net limit with its debit (+) or credit (-) sign; None for a market spread."""
+    if order.net_price is None or order.price_type is not PriceType.LIMIT:
+        return None
+    return -order.net_price if order.debit_credit is DebitCredit.CREDIT and order.net_price else order.net_price
+
+
 def multileg_body(
     order: MultiLegOptionOrder,
     margin: bool,
@@ -228,12 +236,14 @@ def multileg_body(
 
     Every leg carries its ``priceDetail`` (from the quote at preview time, as captured in 4.14); the place must
     repeat the preview's, so the caller passes the same ``leg_prices`` to both. ``netAmount`` is the net limit
-    per spread as a positive number and ``dbCrEvenCode`` says debit or credit (a captured debit sends 0.92 with
-    ``DB``); the preview answer's ``dbCrEvenCode`` is checked against it.
+    per spread, signed like ``dbCrEvenCode``: a debit positive (captured: 0.92 with ``DB``), a credit negative
+    (not captured). The signed form fails safe: an upstream that wants a positive credit refuses a negative
+    limit, whereas one that reads the sign would take a positive credit limit for a debit it may pay. The
+    preview answer's ``dbCrEvenCode`` and the size of its ``netAmount`` are checked against the request.
     """
     tradable: dict[str, Any] = {"tifCode": order.tif.value, "dbCrEvenCode": order.debit_credit.value}
     if order.price_type is PriceType.LIMIT:
-        tradable["netAmount"] = order.net_price
+        tradable["netAmount"] = signed_net(order)
     else:
         # Only limit spreads were captured; a market spread is assumed to name its price type.
         tradable["priceTypeDetail"] = {"priceTypeCode": PriceType.MARKET.value}

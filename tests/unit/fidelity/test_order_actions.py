@@ -255,3 +255,24 @@ def test_a_spread_fill_read_back_keeps_debit_or_credit(avg: str, dbcr: str | Non
     assert order.order_detail.security_type == "MULTI_LEG"
     assert (order.order_detail.action, order.status_detail.avg_exec_price) == (action, price)
     assert order.order_detail.action_unrecognized is False
+
+
+def test_a_spread_answer_with_another_limit_or_debit_credit_is_refused() -> None:
+    spread = MultiLegOptionOrder(
+        acct_num="Z21772945",
+        underlying="QS",
+        legs=[
+            MultiLegOptionLeg(symbol="QS280121C7", action=LegAction.BUY_TO_OPEN, qty=1),
+            MultiLegOptionLeg(symbol="QS280121C12", action=LegAction.SELL_TO_OPEN, qty=1),
+        ],
+        net_price=0.92,
+    )
+    answer = copy.deepcopy(op.MULTILEG_PREVIEW_SAMPLE)
+    detail = answer["multiLegOptionResponse"]["orderConfirmDetail"]
+    detail["netAmount"] = "1.92"
+    with pytest.raises(ActionMismatch, match=r"net limit of 0\.92, the broker understood 1\.92"):
+        m.map_preview(answer, multileg_intent(spread))
+    detail["netAmount"] = "-0.92"  # the size is what counts: the sign convention of the answer is unknown
+    detail["orderDetail"]["tradableSecOrderDetail"]["dbCrEvenCode"] = "CR"
+    with pytest.raises(ActionMismatch, match="asked for a net DB, the broker understood CR"):
+        m.map_preview(answer, multileg_intent(spread))
