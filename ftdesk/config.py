@@ -407,7 +407,7 @@ SETTINGS: tuple[SettingSpec, ...] = (
         "fidelity_read_share",
         1.0,
         _float_parser(0, 10),
-        "Seconds a Fidelity answer (one that took 10 ms or more) also answers identical reads after it arrives; "
+        "Seconds a Fidelity answer also answers identical reads after it arrives (while reads take 25 ms or more); "
         "0 = only reads in flight share. Any write (an order, a cancel) ends it.",
         "0-10",
     ),

@@ -22,8 +22,8 @@ class FidelityConfig:
     one call). About what a desktop app keeps open to one host; it bounds a flood of different reads
     without ever slowing one script's loop."""
     read_share: float = 1.0
-    """``FTSERVICE_FIDELITY_READ_SHARE``: seconds an answer also serves identical reads after it arrives (when
-    the upstream took 10 ms or more to give it); 0 = only reads in flight share. About as often as the
+    """``FTSERVICE_FIDELITY_READ_SHARE``: seconds an answer also serves identical reads after it arrives (while
+    reads take 25 ms or more on average, as they do from afar); 0 = only reads in flight share. About as often as the
     desktop app refreshes a page; any write (an order, a cancel) ends the sharing at once."""
     read_budget: float = 15.0
     """``FTSERVICE_FIDELITY_READ_BUDGET``: seconds one read may spend waiting for the budget and retrying

@@ -12,8 +12,8 @@ on the routed host) and turns what comes back into domain outcomes:
 
 Politeness (``politeness``): reads, writes and logins have budgets of their own; reads cost nothing
 until the upstream pushes back. Identical concurrent reads (GETs, and the POSTs that only read) share
-one upstream call, an answer that took the upstream at least ``SHARE_MIN`` also answers identical reads
-for ``FidelityConfig.read_share`` seconds after it arrives (any write ends that: a write changes what
+one upstream call; while reads take ``SHARE_MIN`` or more on average, an answer also answers identical
+reads for ``FidelityConfig.read_share`` seconds after it arrives (any write ends that: a write changes what
 reads answer), and reference data comes from ``reference_cache`` while fresh. A read answered 429,
 502, 503 or 504, or cut off, is retried (tenacity, sleeping on the injected clock) with jittered backoff
 and at least the ``Retry-After`` asked for, within ``FidelityConfig.read_budget`` seconds; then the caller
@@ -63,9 +63,11 @@ RETRIED_STATUSES = frozenset({429, 502, 503, 504})
 """Statuses a read is retried on: the upstream (or a proxy before it) is overloaded or briefly away."""
 _BACKOFF = wait_random_exponential(multiplier=0.25, max=4.0)  # full jitter: 0-0.25 s, 0-0.5 s, ... 0-4 s
 _RETRY_AFTER_JITTER = wait_random(0, 0.25)  # spreads callers told the same Retry-After
-SHARE_MIN = 0.01
-"""An answer faster than this is not shared after it arrives: an upstream that quick is cheaper to ask again
-than an answer is to keep (and a local fake answers this quickly: tests read what they just changed)."""
+SHARE_MIN = 0.025
+"""Answers are shared after they arrive only while reads take this long on average (``LATENCY_WEIGHT``): an
+upstream that answers quicker (a local one) is cheaper to ask again than an old answer is to serve."""
+LATENCY_WEIGHT = 0.3
+"""Weight of the newest read in the running average of read latency (one slow answer does not make a trend)."""
 
 
 class Profile(Enum):
@@ -175,6 +177,7 @@ class FidelityHttp:
         # Answers just received, shared with identical reads for read_share seconds.
         self._recent: ReferenceCache[UpstreamResponse] = ReferenceCache()
         self._writes = 0  # a read that overlapped a write is not shared after it arrives
+        self._latency = 0.0  # running average of read attempts' durations, seconds
         self.upstream_calls = 0
         self.screener_token: tuple[str, float] | None = None
         """The LiveVol JWT of this session and when it expires (unix seconds), reused until then (4.28)."""
@@ -304,16 +307,14 @@ class FidelityHttp:
         deadline = started + self._config.read_budget
         what = f"{method} {url.partition('?')[0]}"
         attempts = 0
-        took = 0.0
         writes = self._writes
 
         async def once() -> UpstreamResponse:
-            nonlocal took
             begun = self._clock.monotonic()
             try:
                 return await self._read_once(method, url, profile, payload, extra, request_id)
             finally:
-                took = self._clock.monotonic() - begun
+                self._latency += LATENCY_WEIGHT * (self._clock.monotonic() - begun - self._latency)
 
         async def attempt() -> UpstreamResponse:
             nonlocal attempts
@@ -351,7 +352,7 @@ class FidelityHttp:
             now = self._clock.monotonic()
             if ttl is not None:
                 self._cache.put(key, response, now, ttl)
-            elif took >= SHARE_MIN and self._config.read_share > 0 and writes == self._writes:
+            elif self._latency >= SHARE_MIN and self._config.read_share > 0 and writes == self._writes:
                 # Callers in a convoy (each waits for one read, then asks for the next) would otherwise wait
                 # a full upstream latency for every answer; with it, a loop over N reads waits once per window.
                 self._recent.put(key, response, now, self._config.read_share)
