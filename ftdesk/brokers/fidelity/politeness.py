@@ -165,8 +165,10 @@ class ReadBudget:
         if now - self._decreased_at < 1.0:
             return  # the other calls of the same burst answer the same pushback: one decrease per second
         self._decreased_at = now
-        current = self._bucket.rate if self._bucket is not None else max(self._recent_rate(now), 1.0)
-        if not self._limited:
+        if self._limited and self._bucket is not None:
+            current = self._bucket.rate
+        else:  # halve what reads were really doing, not a ceiling they may have been far below
+            current = min(max(self._recent_rate(now), 1.0), self._ceiling or math.inf)
             self._restore_to = current
         self._limited = True
         new_rate = max(MIN_READ_RATE, current * DECREASE_FACTOR)

@@ -68,3 +68,25 @@ async def test_a_fixed_ceiling_spaces_reads_and_never_waits_past_the_deadline() 
     assert not third.done()
     await clock.advance(0.1)
     assert await third == "ok"
+
+
+async def test_pushback_halves_what_reads_were_doing_then_climbs_back_and_lifts_the_limit() -> None:
+    clock = ManualClock()
+    budget = ReadBudget(clock)
+
+    async def answer() -> str:
+        return "ok"
+
+    for _ in range(20):  # 20 reads in the last second
+        await budget.run(answer, deadline=clock.monotonic() + 10, what="x")
+    assert budget.rate is None
+    budget.pushback(retry_after=None)
+    assert budget.rate == 10.0
+    budget.pushback(retry_after=None)  # the same burst of pushback: one decrease
+    assert budget.rate == 10.0
+    await clock.advance(2.0)
+    assert budget.rate == 12.0  # a tenth of where it was, every 2 s
+    await clock.advance(6.0)
+    assert budget.rate == 18.0
+    await clock.advance(2.0)
+    assert budget.rate is None  # back where the upstream complained: no limit
