@@ -22,6 +22,7 @@ from ftdesk.brokers.base import Broker
 from ftdesk.domain.clock import Clock
 from ftdesk.domain.errors import AuthRequired, LoginFailed, SessionExpired, TotpRequired
 from ftdesk.domain.session import Credentials, SessionState
+from ftdesk.logs import log_safe
 from ftdesk.service.credentials import CredentialStore
 
 log = logging.getLogger(__name__)
@@ -147,7 +148,7 @@ class SessionManager:
         self._last_error = None
         self._set_state(SessionState.LOGGED_IN)
         self._start_keepalive()
-        log.info("Logged in to %s as %s", self.broker.name, mask_username(session.username))
+        log.info("Logged in to %s as %s", self.broker.name, log_safe(mask_username(session.username)))
 
     def _fail_login(self, reason: str) -> None:
         self._stop_keepalive()
