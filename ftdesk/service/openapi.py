@@ -39,7 +39,9 @@ dir); print it with `ftdesk --print-api-key` or copy it from the tray. `FTSERVIC
 **Local only.** The service binds 127.0.0.1. Requests whose `Host` does not name this machine get
 `HOST_NOT_ALLOWED` (a DNS-rebinding defence) and browser requests from an `Origin` that is not the
 service's own nor on `FTSERVICE_ALLOWED_ORIGINS` get `ORIGIN_NOT_ALLOWED`; allowed origins receive CORS
-headers. Bodies over `FTSERVICE_MAX_BODY_BYTES` (1 MiB by default) get `PAYLOAD_TOO_LARGE`.
+headers. Bodies over `FTSERVICE_MAX_BODY_BYTES` (1 MiB by default) get `PAYLOAD_TOO_LARGE`. On Linux and
+macOS the data dir (settings, order journal, paper database, credentials, logs) is 0700 and every file in it
+0600: other users of the machine cannot read your orders.
 
 **Conventions.** Field names are the spec's record names (snake_case). List query parameters accept
 `symbols=A,B` and `symbols=A&symbols=B`. Dates are ISO `YYYY-MM-DD`. Unknown query parameters and body
