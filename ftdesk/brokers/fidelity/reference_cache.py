@@ -16,19 +16,23 @@ least recently used out first. Everything else (positions, balances, orders, quo
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Generic, TypeVar
 
 from yarl import URL
 
 T = TypeVar("T")
 
-CACHED: dict[tuple[str, str], float] = {
-    ("GET", "/ftgw/dpdirect/market/holidaycalendar/v1"): 12 * 3600.0,
-    ("POST", "/ftgw/dp/reference/security/stock/availablemarket/v1"): 3600.0,
-    ("GET", "/ftgw/dpdirect/search/autosuggest/v1"): 600.0,
-    ("POST", "/ftgw/digital/pico/api/v1/context/security"): 900.0,
-}
+CACHED: Mapping[tuple[str, str], float] = MappingProxyType(
+    {
+        ("GET", "/ftgw/dpdirect/market/holidaycalendar/v1"): 12 * 3600.0,
+        ("POST", "/ftgw/dp/reference/security/stock/availablemarket/v1"): 3600.0,
+        ("GET", "/ftgw/dpdirect/search/autosuggest/v1"): 600.0,
+        ("POST", "/ftgw/digital/pico/api/v1/context/security"): 900.0,
+    }
+)
 """(method, upstream path) -> seconds an answer stays fresh."""
 MAX_ENTRIES = 256
 
