@@ -20,10 +20,9 @@ from keyring.backend import KeyringBackend
 from ftdesk import __version__
 from ftdesk.autostart import LoginItem, login_item_for_platform
 from ftdesk.brokers.base import Broker
-from ftdesk.brokers.fidelity.beps import BepsAccountEventFeed, BepsConfig
+from ftdesk.brokers.fidelity.beps import BepsConfig
 from ftdesk.brokers.fidelity.broker import FidelityBroker
 from ftdesk.brokers.fidelity.config import FidelityConfig
-from ftdesk.brokers.fidelity.routing import UpstreamRouter
 from ftdesk.brokers.paper.broker import PaperBroker, paper_db_path, reset_world
 from ftdesk.brokers.paper.config import PaperConfig
 from ftdesk.config import SETTINGS, ConfigError, Settings, load_settings, secure_data_dir, tightened_message
@@ -72,9 +71,7 @@ def build_broker(settings: Settings, clock: Clock) -> Broker:
         )
         return PaperBroker(config, clock)
     if settings.broker == "fidelity":
-        router = UpstreamRouter(settings.fidelity_upstream)
-        beps = BepsConfig.from_settings(settings)
-        # Without the FTSERVICE_BEPS_* variables the feed says which are missing (503 on /streaming/events).
+        # BEPS configures itself at each login; the FTSERVICE_BEPS_* variables that are set override it.
         return FidelityBroker(
             FidelityConfig(
                 upstream=settings.fidelity_upstream,
@@ -87,7 +84,7 @@ def build_broker(settings: Settings, clock: Clock) -> Broker:
                 login_per_minute=settings.fidelity_logins_per_minute,
             ),
             clock,
-            account_events=BepsAccountEventFeed(beps, router=router, clock=clock),
+            beps=BepsConfig.from_settings(settings),
         )
     raise ConfigError(f"FTSERVICE_BROKER={settings.broker!r} is not a broker ftdesk knows; use paper or fidelity")
 
@@ -167,7 +164,9 @@ class ServiceRuntime:
         session.add_listener(lambda state: quotes.set_session_active(state is SessionState.LOGGED_IN))
         self.quotes = quotes
         # One upstream account-event connection, likewise open while logged in (when the feed can run).
-        events = AccountEventHub(self.broker.account_events, self.clock, backoff=settings.stream_backoff)
+        events = AccountEventHub(
+            self.broker.account_events, self.clock, backoff=settings.stream_backoff, source=self.broker.name
+        )
         await events.start()
         events.set_session_active(session.state is SessionState.LOGGED_IN)
         session.add_listener(lambda state: events.set_session_active(state is SessionState.LOGGED_IN))

@@ -210,6 +210,16 @@ def _parse_totp_secret(raw: Any) -> str | None:
     return text
 
 
+def _parse_https_url(raw: Any) -> str | None:
+    text = str(raw).strip()
+    if not text:
+        return None
+    parts = urlsplit(text)
+    if parts.scheme not in {"http", "https"} or not parts.hostname:
+        raise _Invalid("expected an absolute http(s) URL")
+    return text
+
+
 def _parse_upstream_base(raw: Any) -> str | None:
     text = str(raw).strip().rstrip("/")
     if not text:
@@ -300,6 +310,14 @@ SETTINGS: tuple[SettingSpec, ...] = (
     ),
     SettingSpec("beps_mid", None, _parse_optional_text, "Member identifier for the BEPS subscription.", "text"),
     SettingSpec("beps_app_id", "ATN", _parse_text, "BEPS consumer app id.", "text"),
+    SettingSpec(
+        "beps_token_url",
+        None,
+        _parse_https_url,
+        "URL of the BEPS token endpoint (default: dpservice's /ftgw/dp/security/token/authz/generate/1.0, "
+        "whose /ftgw/dp start is inferred).",
+        "an http(s) URL",
+    ),
     # --- ftdesk's own ------------------------------------------------------------------------------
     SettingSpec(
         "login_at_startup", False, _parse_bool, "Log in with the stored credentials when ftdesk starts.", "true/false"
@@ -463,6 +481,7 @@ class Settings:
     beps_stream_url: str | None
     beps_mid: str | None
     beps_app_id: str
+    beps_token_url: str | None
     login_at_startup: bool
     preview_ttl: float
     broker: str

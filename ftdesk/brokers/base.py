@@ -148,6 +148,25 @@ class AccountEventFeed(Protocol):
 
 
 @runtime_checkable
+class AccountEventFallback(Protocol):
+    """Polls for the events an account-event feed would carry, while that feed is down (Fidelity: GetAlerts)."""
+
+    source: str
+    """What events from here are marked with (e.g. ``alerts``)."""
+    interval: float
+    """Seconds between polls."""
+
+    async def poll(self) -> list[AccountEvent]:
+        """Return the events not returned before (the first poll of a session only notes what exists)."""
+
+    def reset(self) -> None:
+        """Forget what was seen: a new session starts."""
+
+    def dedupe_key(self, event: AccountEvent) -> str | None:
+        """Return a key shared by the feed's and the fallback's copies of one event (None: not comparable)."""
+
+
+@runtime_checkable
 class Broker(Protocol):
     """A brokerage: every function group of the spec."""
 

@@ -40,3 +40,8 @@ class AccountEvent(Record):
     category: EventCategory
     desc: dict[str, Any] = Field(description="Event details: acct_num, conf_num, symbol, qty, price, status, ...")
     time: str = Field(description="ISO 8601 time the event was created.")
+    source: str | None = Field(
+        default=None,
+        description="Where the event came from: beps (Fidelity's event stream), alerts (Fidelity's alert history, "
+        "polled while BEPS is down) or paper.",
+    )

@@ -94,6 +94,7 @@ class AppStatus:
     reauth_count: int
     auto_reauth: bool
     credentials_stored: bool
+    events_why_not: str | None = None  # why account events are not live (None when they are, or unknown)
 
     @property
     def client_count(self) -> int:
@@ -287,6 +288,7 @@ class ServiceBridge(QObject):
         clients: dict[str, int] = {}
         last_error = session.last_error
         quotes_state = events_state = HubState.DISABLED
+        events_why_not: str | None = None
         if runtime.quotes is not None:
             quotes = runtime.quotes.status()
             quotes_state = quotes.state
@@ -297,6 +299,7 @@ class ServiceBridge(QObject):
         if runtime.events is not None:
             events = runtime.events.status()
             events_state = events.state
+            events_why_not = events.why_not
             clients["events"] = sum(1 for c in events.consumers if c.id != self._event_consumer_id)
             if events_state is HubState.RECONNECTING and events.last_error:
                 last_error = events.last_error
@@ -315,6 +318,7 @@ class ServiceBridge(QObject):
             reauth_count=session.reauth_count,
             auto_reauth=session.auto_reauth,
             credentials_stored=session.credentials_stored,
+            events_why_not=events_why_not,
         )
 
     def _notify_changes(self, previous: AppStatus, status: AppStatus) -> None:

@@ -41,6 +41,23 @@ def _hub_text(state: HubState) -> str:
     return state.value.replace("_", " ")
 
 
+WHY_NOT_LIMIT = 140
+"""Characters of the reason account events are not live that a status line shows."""
+
+
+def events_text(status: AppStatus) -> str:
+    """Return whether account events are live, and why not when they should be."""
+    state = status.events
+    if state is HubState.CONNECTED:
+        return "live"
+    why = status.events_why_not
+    if not why or state is HubState.WAITING_FOR_SESSION:
+        return _hub_text(state)
+    if len(why) > WHY_NOT_LIMIT:
+        why = why[: WHY_NOT_LIMIT - 3].rstrip() + "..."
+    return f"not live: {why}"
+
+
 def clients_text(status: AppStatus) -> str:
     """Return the connected clients, with the count by kind."""
     clients = status.clients
@@ -73,7 +90,7 @@ def status_lines(status: AppStatus) -> StatusLines:
         session=f"Session: {session_text(status)}",
         broker=f"Broker: {status.broker}",
         mode=f"Mode: {mode_text(status)}",
-        streaming=f"Streaming: market data {_hub_text(status.quotes)}, account events {_hub_text(status.events)}",
+        streaming=f"Streaming: market data {_hub_text(status.quotes)}, account events {events_text(status)}",
         clients=f"Clients: {clients_text(status)}",
     )
 

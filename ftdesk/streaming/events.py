@@ -8,6 +8,13 @@ it missed first. After a failure the connection is reopened after the next backo
 repeats); the sequence starts again after a connection that stayed open ``stable_after`` seconds. Logout
 closes the connection, login opens a new one. Every delay uses the injected clock.
 
+While a session exists but the connection is not open, an optional ``AccountEventFallback`` is polled every
+``fallback.interval`` seconds (Fidelity: the alert history, for fills and cancels), once more when the
+connection comes back (what happened just before), and its events join the same numbered stream, marked
+with their source. An event whose ``dedupe_key`` was already delivered, from either side, is dropped, so a
+fill seen by both arrives once. The status says whether events are live (the connection is open) and, when
+not, why, and whether the fallback stands in.
+
 Consumers read a bounded FIFO: events are never conflated or dropped. The read loop never awaits a
 consumer; one that lets ``consumer_queue`` events pile up is closed with a reason saying so (it keeps the
 events already queued, then ``get()`` raises ``ConsumerClosed``), and can resume with its last id.
@@ -26,7 +33,7 @@ from datetime import datetime
 
 from pydantic import BaseModel, Field
 
-from ftdesk.brokers.base import AccountEventConnection, AccountEventFeed
+from ftdesk.brokers.base import AccountEventConnection, AccountEventFallback, AccountEventFeed
 from ftdesk.domain.clock import Clock
 from ftdesk.domain.errors import StreamingUnavailable
 from ftdesk.domain.events import AccountEvent
@@ -65,6 +72,18 @@ class EventConsumerStatus(BaseModel):
     delivered: int = Field(description="Events the consumer has read.")
 
 
+class FallbackStatus(BaseModel):
+    """The stand-in poller of the account-event stream."""
+
+    source: str = Field(description="What its events are marked with, e.g. alerts.")
+    active: bool = Field(description="True while it polls (the upstream connection is down and a session exists).")
+    interval_seconds: float = Field(description="Seconds between polls.")
+    polls: int = Field(description="Polls made since the service started.")
+    events: int = Field(description="Events it delivered.")
+    last_poll_at: datetime | None = Field(description="When it last polled successfully.")
+    last_error: str | None = Field(description="Why its last poll failed, if it did.")
+
+
 class EventHubStatus(BaseModel):
     """The account-event stream as GET /streaming/status reports it."""
 
@@ -80,6 +99,19 @@ class EventHubStatus(BaseModel):
     consumers: list[EventConsumerStatus] = Field(description="Open account-event streams.")
     unavailable_reason: str | None = Field(
         description="Why the stream cannot run (e.g. missing FTSERVICE_BEPS_* settings); null when it can."
+    )
+    live: bool = Field(description="True when account events arrive as they happen: the upstream connection is open.")
+    why_not: str | None = Field(description="When not live: why, in a sentence (and what stands in meanwhile).")
+    detail: str | None = Field(
+        default=None,
+        description="Where the upstream connection's configuration comes from (BEPS: token, member id, host), "
+        "without any secret.",
+    )
+    fallback: FallbackStatus | None = Field(
+        default=None, description="The poller that stands in while the connection is down; null when there is none."
+    )
+    duplicates_dropped: int = Field(
+        default=0, description="Events dropped because the same event had already been delivered from another source."
     )
 
 
@@ -193,7 +225,10 @@ class AccountEventHub(SupervisedStream[AccountEventConnection]):
         buffer_size: int = 1000,
         consumer_queue: int = 1000,
         stable_after: float = 10.0,
+        fallback: AccountEventFallback | None = None,
+        source: str | None = None,
     ) -> None:
+        self._fallback_wake = asyncio.Event()  # before super(): its set-up already sets the state
         super().__init__(clock, backoff, stable_after)
         if buffer_size < 0:
             raise ValueError(f"buffer_size must not be negative, got {buffer_size}")
@@ -210,6 +245,18 @@ class AccountEventHub(SupervisedStream[AccountEventConnection]):
         self._last_event_mono: float | None = None
         self._task: asyncio.Task[None] | None = None
 
+        self._source = source
+        self._fallback = fallback
+        self._fallback_task: asyncio.Task[None] | None = None
+        self._fallback_active = False
+        self._fallback_polls = 0
+        self._fallback_events = 0
+        self._fallback_mono: float | None = None
+        self._fallback_error: str | None = None
+        self._delivered_keys: dict[str, None] = {}  # oldest first, bounded like the buffer
+        self._key_limit = max(buffer_size, 1000)
+        self._duplicates = 0
+
     # --- lifecycle ------------------------------------------------------------------------------
 
     async def start(self) -> None:
@@ -221,16 +268,19 @@ class AccountEventHub(SupervisedStream[AccountEventConnection]):
         self._started = True
         self._set_state(self._resting_state())
         self._task = asyncio.create_task(self._supervise(), name="event-hub-supervisor")
+        if self._fallback is not None:
+            self._fallback_task = asyncio.create_task(self._run_fallback(), name="event-hub-fallback")
 
     async def close(self) -> None:
         """Cancel the supervisor, close the upstream connection and every consumer; idempotent."""
         if self._closed:
             return
         self._closed = True
-        task, self._task = self._task, None
-        if task is not None:
+        tasks = [task for task in (self._task, self._fallback_task) if task is not None]
+        self._task = self._fallback_task = None
+        for task in tasks:
             task.cancel()
-            await asyncio.gather(task, return_exceptions=True)  # the supervisor closes the connection
+        await asyncio.gather(*tasks, return_exceptions=True)  # the supervisor closes the connection
         for consumer in list(self._consumers.values()):
             consumer._shutdown(HUB_CLOSED_REASON, keep_queued=False)
         self._set_state(HubState.DISABLED)
@@ -308,6 +358,52 @@ class AccountEventHub(SupervisedStream[AccountEventConnection]):
             buffered=len(self._buffer),
             consumers=[consumer.status() for consumer in self._consumers.values()],
             unavailable_reason=self._feed.unavailable_reason(),
+            live=self._state is HubState.CONNECTED,
+            why_not=self.why_not(),
+            detail=self._detail(),
+            fallback=self._fallback_status(),
+            duplicates_dropped=self._duplicates,
+        )
+
+    def why_not(self) -> str | None:
+        """Say in a sentence why events are not live (None when they are), and what stands in meanwhile."""
+        state = self._state
+        if state is HubState.CONNECTED:
+            return None
+        unavailable = self._feed.unavailable_reason()
+        if unavailable is not None:
+            return unavailable
+        if self._closed or not self._started:
+            return "The account-event stream is not running"
+        if state is HubState.WAITING_FOR_SESSION or not self._session_active:
+            return "No brokerage session: account events start after login"
+        if state is HubState.RECONNECTING and self._last_error:
+            reason = f"{self._last_error}; reconnecting"
+        else:
+            reason = "Connecting to the upstream account-event stream"
+        if self._fallback is not None and self._fallback_active:
+            reason += (
+                f". Meanwhile fills and cancels come from the {self._fallback.source} fallback, polled every "
+                f"{self._fallback.interval:g} s"
+            )
+        return reason
+
+    def _detail(self) -> str | None:
+        detail = getattr(self._feed, "detail", None)
+        return str(detail()) if callable(detail) else None
+
+    def _fallback_status(self) -> FallbackStatus | None:
+        fallback = self._fallback
+        if fallback is None:
+            return None
+        return FallbackStatus(
+            source=fallback.source,
+            active=self._fallback_active,
+            interval_seconds=fallback.interval,
+            polls=self._fallback_polls,
+            events=self._fallback_events,
+            last_poll_at=self._wall_time(self._fallback_mono),
+            last_error=self._fallback_error,
         )
 
     # --- the connection -------------------------------------------------------------------------
@@ -348,10 +444,87 @@ class AccountEventHub(SupervisedStream[AccountEventConnection]):
             self._note_failure("The upstream closed the account-event connection")
 
     async def _read(self, connection: AccountEventConnection) -> None:
-        await drain(connection.events(), self._receive)
+        await drain(connection.events(), self._receive_live)
 
-    def _receive(self, event: AccountEvent) -> None:
-        """Number the event, buffer it and queue it for every consumer, never waiting on one."""
+    def _receive_live(self, event: AccountEvent) -> None:
+        self._receive(event)
+
+    def _set_state(self, state: HubState) -> None:
+        super()._set_state(state)
+        self._fallback_wake.set()
+
+    def set_session_active(self, active: bool) -> None:
+        """Say whether a brokerage session exists: logout closes the upstream, login reopens it."""
+        super().set_session_active(active)
+        self._fallback_wake.set()
+
+    def _fallback_needed(self) -> bool:
+        return (
+            self._session_active
+            and not self._closed
+            and self._state is not HubState.CONNECTED
+            and self._feed.unavailable_reason() is None
+        )
+
+    async def _run_fallback(self) -> None:
+        """Poll the fallback while a session exists and the connection is down (see the module docstring)."""
+        fallback = self._fallback
+        assert fallback is not None
+        epoch = self._session_epoch
+        polled = False  # polled since the connection was last up
+        while True:
+            if self._session_epoch != epoch:
+                epoch = self._session_epoch
+                fallback.reset()  # a new session: its history is not news
+                polled = False
+            if not self._fallback_needed():
+                if polled and self._session_active and self._state is HubState.CONNECTED:
+                    await self._poll(fallback)  # what happened just before the connection came back
+                polled = False
+                self._fallback_active = False
+                self._fallback_wake.clear()
+                await self._fallback_wake.wait()
+                continue
+            self._fallback_active = True
+            polled = True
+            await self._poll(fallback)
+            deadline = self._clock.monotonic() + fallback.interval
+            # State changes wake this early; only the connection coming up or the session changing stop the wait.
+            while self._fallback_needed() and self._session_epoch == epoch and self._clock.monotonic() < deadline:
+                self._fallback_wake.clear()
+                await wait_event_until(self._clock, self._fallback_wake, deadline)
+
+    async def _poll(self, fallback: AccountEventFallback) -> None:
+        try:
+            events = await fallback.poll()
+        except Exception as exc:  # a failed poll is retried at the next interval
+            self._fallback_error = describe(exc)
+            log.warning("The %s fallback poll failed: %s", fallback.source, self._fallback_error)
+            return
+        self._fallback_polls += 1
+        self._fallback_error = None
+        self._fallback_mono = self._clock.monotonic()
+        for event in events:
+            if self._receive(event, source=fallback.source):
+                self._fallback_events += 1
+
+    def _receive(self, event: AccountEvent, source: str | None = None) -> bool:
+        """Number the event, buffer it and queue it for every consumer, never waiting on one.
+
+        Return False (and drop it) when an event with the same dedupe key was delivered already.
+        """
+        marked = event.source or source or self._source
+        if marked != event.source:
+            event = event.model_copy(update={"source": marked})
+        key = None if self._fallback is None else self._fallback.dedupe_key(event)
+        if key is not None:
+            if key in self._delivered_keys:
+                self._duplicates += 1
+                log.info("Account event from %s dropped: already delivered (%s)", marked, event.event_type)
+                return False
+            self._delivered_keys[key] = None
+            if len(self._delivered_keys) > self._key_limit:
+                del self._delivered_keys[next(iter(self._delivered_keys))]
         self._last_id += 1
         item = NumberedEvent(self._last_id, event)
         self._last_event_mono = self._clock.monotonic()
@@ -359,3 +532,4 @@ class AccountEventHub(SupervisedStream[AccountEventConnection]):
         for consumer in list(self._consumers.values()):
             if not consumer._offer(item):
                 log.warning("Account-event consumer %s closed: %s", consumer.id, consumer.closed_reason)
+        return True

@@ -73,7 +73,8 @@ async def test_fills_arrive_with_ids_and_a_resume_replays_only_the_later_events(
         conf1 = await buy_at_market(service, acct)
         seen = await stream.until(fill_of(conf1))
         fill = seen[-1]
-        assert fill.data["category"] == "order" and set(fill.data) == {"event_type", "category", "desc", "time"}
+        assert fill.data["category"] == "order" and fill.data["source"] == "paper"
+        assert set(fill.data) == {"event_type", "category", "desc", "time", "source"}
         assert fill.data["desc"]["symbol"] == "AAPL" and fill.data["desc"]["acct_num"] == acct
         got = ids(seen)
         assert got == list(range(1, len(got) + 1)), "ids start at 1 and increase by one"

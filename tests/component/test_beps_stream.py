@@ -14,7 +14,8 @@ from typing import Any
 
 import pytest
 
-from ftdesk.brokers.fidelity.beps import SUBSCRIPTION_DOCUMENT, BepsAccountEventFeed, BepsConfig
+from ftdesk.brokers.fidelity.beps import SUBSCRIPTION_DOCUMENT, BepsConfig
+from ftdesk.brokers.fidelity.beps_feed import BepsAccountEventFeed
 from ftdesk.brokers.fidelity.routing import UpstreamRouter
 from ftdesk.domain.errors import BrokerError
 from ftdesk.domain.events import EventCategory

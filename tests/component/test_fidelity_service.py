@@ -8,6 +8,7 @@ trading on, cancel, SSE quotes from MDDS across a dropped connection, and BEPS e
 from __future__ import annotations
 
 import contextlib
+import json
 from collections.abc import AsyncIterator, Callable, Coroutine
 from typing import Any
 
@@ -231,7 +232,7 @@ async def test_beps_events_reach_the_event_stream(start_fidelity: StartFidelity)
     assert frames[-1].fields["id"] == "1"
 
 
-async def test_without_the_beps_settings_the_event_stream_says_what_is_missing(start_service) -> None:
+async def test_without_the_beps_settings_events_are_live_after_login(start_service) -> None:
     upstream = Upstream()
     await upstream.start()
     try:
@@ -239,14 +240,20 @@ async def test_without_the_beps_settings_the_event_stream_says_what_is_missing(s
         for name in ("beps_token", "beps_host", "beps_stream_url", "beps_mid"):
             del env[name]
         service = await start_service(**env)
-        status, body = await service.call("GET", f"{API}/streaming/events")
-        assert status == 503 and body["error"]["code"] == "STREAMING_UNAVAILABLE"
-        for variable in (
-            "FTSERVICE_BEPS_TOKEN",
-            "FTSERVICE_BEPS_HOST",
-            "FTSERVICE_BEPS_STREAM_URL",
-            "FTSERVICE_BEPS_MID",
-        ):
-            assert variable in body["error"]["message"]
+        _, before = await service.call("GET", f"{API}/streaming/status")
+        assert before["data"]["beps"]["live"] is False
+        assert "login" in before["data"]["beps"]["why_not"]
+        await login(service)
+        async with open_sse(service, f"{API}/streaming/events") as stream:
+            await stream.until(lambda frame: frame.event == "status" and frame.data.get("state") == "connected")
+            session = upstream.appsync.current
+            assert session is not None and session.token in upstream.appsync.issued  # fetched at login
+            assert await upstream.appsync.push({"eventId": "e-9", "eventType": "CXL01", "message": "{}"}) == 1
+            frames = await stream.until(lambda frame: frame.event == "beps")
+        assert (frames[-1].data["event_type"], frames[-1].data["source"]) == ("CXL01", "beps")
+        _, after = await service.call("GET", f"{API}/streaming/status")
+        beps = after["data"]["beps"]
+        assert beps["live"] is True and beps["why_not"] is None
+        assert "security context" in beps["detail"] and session.token not in json.dumps(after)
     finally:
         await upstream.close()

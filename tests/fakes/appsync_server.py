@@ -11,6 +11,11 @@ Tests push events with ``push()``, keep the socket alive with ``keepalive()``, m
 hold the ack back with ``ack = False``, break the connection with ``kill()``, refuse upgrades with
 ``refuse()``, and end things with ``connection_error()`` / ``subscription_error()`` / ``complete()``.
 
+Tokens: the one given to the constructor is always accepted (a token set in FTSERVICE_BEPS_TOKEN); the fake
+Fidelity token endpoint adds more with ``issue_token()``: JWTs whose ``exp`` claim is their end on the fake's
+clock, refused (401 on upgrade) once that time has passed, as an expired AppSync token is. ``expire_sessions()``
+drops the connections whose token has run out, as AppSync ends a connection at its token's expiry.
+
 Served both at ``/graphql/realtime`` and at ``/spservice.fidelity.com/graphql/realtime`` so it also works
 behind the upstream router.
 """
@@ -20,11 +25,15 @@ from __future__ import annotations
 import base64
 import binascii
 import contextlib
+import itertools
 import json
 from dataclasses import dataclass, field
 from typing import Any
 
 from aiohttp import WSMsgType, web
+
+from ftdesk.domain.clock import Clock
+from tests.fakes.clock import ManualClock
 
 BEPS_HOST = "spservice.fidelity.com"
 REALTIME_PATH = "/graphql/realtime"
@@ -47,6 +56,7 @@ class FakeAppSyncSession:
 
     ws: web.WebSocketResponse
     protocol: str | None
+    token: str = ""
     messages: list[dict[str, Any]] = field(default_factory=list)
     raw_starts: list[dict[str, Any]] = field(default_factory=list)
     subscriptions: dict[str, Subscription] = field(default_factory=dict)
@@ -60,8 +70,13 @@ class FakeAppSyncSession:
 class FakeAppSync:
     """The fake server (see the module docstring)."""
 
-    def __init__(self, *, token: str, host: str = BEPS_HOST, connection_timeout_ms: int = 300_000) -> None:
+    def __init__(
+        self, *, token: str, host: str = BEPS_HOST, connection_timeout_ms: int = 300_000, clock: Clock | None = None
+    ) -> None:
         self.token = token
+        self.clock: Clock = clock or ManualClock()
+        self.issued: dict[str, float] = {}  # token -> its exp (epoch seconds of the clock)
+        self._serial = itertools.count(1)
         self.host = host
         self.connection_timeout_ms = connection_timeout_ms
         self.ack = True
@@ -146,6 +161,37 @@ class FakeAppSync:
             if transport is not None:
                 transport.abort()
 
+    def issue_token(self, lifetime: float, subject: str) -> str:
+        """Return a new JWT (unsigned) that this server accepts until ``lifetime`` seconds from the clock's now."""
+        exp = self.clock.now().timestamp() + lifetime
+
+        def part(data: dict[str, Any]) -> str:
+            return base64.urlsafe_b64encode(json.dumps(data).encode()).decode().rstrip("=")
+
+        token = f"{part({'alg': 'none'})}.{part({'sub': subject, 'exp': exp, 'n': next(self._serial)})}.sig"
+        self.issued[token] = exp
+        return token
+
+    def _token_problem(self, token: Any) -> str | None:
+        if token == self.token:
+            return None
+        exp = self.issued.get(token) if isinstance(token, str) else None
+        if exp is None:
+            return "wrong token in header"
+        if self.clock.now().timestamp() >= exp:
+            return "token expired"
+        return None
+
+    async def expire_sessions(self) -> int:
+        """Drop the open connections whose token has expired; return how many."""
+        dropped = 0
+        for session in self.open_sessions():
+            if self._token_problem(session.token) == "token expired":
+                await session.ws.close()
+                session.closed = True
+                dropped += 1
+        return dropped
+
     def open_sessions(self) -> list[FakeAppSyncSession]:
         """Return the connections still open."""
         return [session for session in self.sessions if not session.closed]
@@ -162,8 +208,8 @@ class FakeAppSync:
 
     # --- protocol -------------------------------------------------------------------------------
 
-    def _authorization(self) -> dict[str, str]:
-        return {"Authorization": self.token, "host": self.host}
+    def _authorization(self, session: FakeAppSyncSession) -> dict[str, str]:
+        return {"Authorization": session.token, "host": self.host}
 
     def _upgrade_problem(self, request: web.Request) -> str | None:
         offered = [p.strip() for p in request.headers.get("Sec-WebSocket-Protocol", "").split(",")]
@@ -178,9 +224,7 @@ class FakeAppSync:
             return "header is not base64 JSON"
         if not isinstance(auth, dict) or auth.get("host") != self.host:
             return "wrong host in header"
-        if auth.get("Authorization") != self.token:
-            return "wrong token in header"
-        return None
+        return self._token_problem(auth.get("Authorization"))
 
     async def _handle(self, request: web.Request) -> web.StreamResponse:
         self.attempts += 1
@@ -193,7 +237,8 @@ class FakeAppSync:
             return web.json_response(body, status=401)
         ws = web.WebSocketResponse(protocols=("graphql-ws",))
         await ws.prepare(request)
-        session = FakeAppSyncSession(ws=ws, protocol=ws.ws_protocol)
+        header = json.loads(base64.b64decode(request.query["header"]))
+        session = FakeAppSyncSession(ws=ws, protocol=ws.ws_protocol, token=str(header.get("Authorization")))
         self.sessions.append(session)
         try:
             async for frame in ws:
@@ -234,7 +279,7 @@ class FakeAppSync:
             elif not all(isinstance(variables.get(name), str) for name in ("subscribeId", "consumerAppId")):
                 problem = "subscribeId and consumerAppId are required"
         authorization = (payload.get("extensions") or {}).get("authorization")
-        if problem is None and authorization != self._authorization():
+        if problem is None and authorization != self._authorization(session):
             problem = "extensions.authorization does not match"
         if problem is not None:
             errors = [{"errorType": "BadRequestException", "message": problem}]

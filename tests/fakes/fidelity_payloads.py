@@ -41,6 +41,7 @@ def ecaap(code: int, message: str) -> dict[str, Any]:
     }
 
 
+MEMBER_ID = "ee629881ce0a8830"
 SECURITY_CONTEXT: dict[str, Any] = {
     "employeeIndicator": "NON_EMPLOYEE",
     "personaReferences": [{"realm": "InstPart", "role": "FidCust"}, {"realm": "Retail", "role": "FidCust"}],
@@ -52,7 +53,7 @@ SECURITY_CONTEXT: dict[str, Any] = {
         {"value": "true", "display": "InternationalQuotes", "classification": "access"},
         {"value": "AP012321", "display": "ALL", "classification": "fortress"},
     ],
-    "internalSystemIds": [{"type": "MID", "ID": "ee629881ce0a8830"}, {"type": "TRACKER_ID", "ID": "68f3ec43fbab51bc"}],
+    "internalSystemIds": [{"type": "MID", "ID": MEMBER_ID}, {"type": "TRACKER_ID", "ID": "68f3ec43fbab51bc"}],
     "errors": [],
 }
 

@@ -54,6 +54,7 @@ DPXQ1 = "dpservicexq1.fidelity.com"
 MDDS = "mdds-i-tc.fidelity.com"
 BEPS = "spservice.fidelity.com"
 SESSION_COOKIES = ("ATC", "FC", "RC", "SC")
+BEPS_TOKEN_PATH = "/ftgw/dp/security/token/authz/generate/1.0"
 NEW_YORK = ZoneInfo("America/New_York")
 
 
@@ -89,6 +90,8 @@ class FakeFidelity:
         self.totp_secret = totp_secret
         self.expiry_style = "401"
         self.security_context_status = 200
+        self.beps_token_lifetime = 900.0  # seconds each BEPS token lives (on the AppSync fake's clock)
+        self.beps_token_style = "jwt"
         self.hits: Counter[str] = Counter()
         self.requests: list[RecordedRequest] = []
         self.sessions: set[str] = set()  # live ATC values
@@ -211,6 +214,8 @@ class FakeFidelity:
             return self._expired()
         if path == "/ftgw/digital/portfolio/extendsession":
             return web.Response(status=200)
+        if host == DP and path == BEPS_TOKEN_PATH and request.method == "GET":
+            return self._beps_token()
         group_route = self.group_routes.get((host, path))
         if group_route is not None:
             return await group_route(self, request, body)
@@ -239,6 +244,19 @@ class FakeFidelity:
             return web.Response(text="<!DOCTYPE html><html><body>Log in</body></html>", content_type="text/html")
         status = 403 if self.expiry_style == "403" else 401
         return web.json_response({"message": "Session expired"}, status=status)
+
+    def _beps_token(self) -> web.StreamResponse:
+        # The answer's shape was never captured (reference 6.1): a bare JWT (the later SDK calls it a "BEPS JWT
+        # auth token") by default; beps_token_style "json" wraps it as {"token": ...}, "unknown" in a shape
+        # ftdesk must refuse to guess at.
+        if self.appsync is None:
+            return web.json_response({"message": "no BEPS here"}, status=503)
+        token = self.appsync.issue_token(self.beps_token_lifetime, p.MEMBER_ID)
+        if self.beps_token_style == "json":
+            return web.json_response({"token": token})
+        if self.beps_token_style == "unknown":
+            return web.json_response({"authz": {"grant": token.split(".")[1]}, "status": "OK"})
+        return web.Response(text=token, content_type="text/plain")
 
     # --- login (3.1) ----------------------------------------------------------------------------
 

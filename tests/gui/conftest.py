@@ -81,16 +81,20 @@ async def make_desktop(tmp_path, memory_keyring):
 
 @pytest.fixture
 async def fidelity_upstream():
-    """Run the fake Fidelity upstream (login, accounts and the MDDS quote socket) on loopback ports."""
+    """Run the fake Fidelity upstream (login, accounts, the MDDS quote socket and BEPS) on loopback ports."""
+    from tests.fakes.appsync_server import FakeAppSync
     from tests.fakes.fidelity_server import FakeFidelity
     from tests.fakes.mdds_server import FakeMdds
 
     mdds = FakeMdds()
-    fidelity = FakeFidelity(mdds=mdds)
+    appsync = FakeAppSync(token="no-static-token")  # BEPS configures itself at login (token endpoint)
+    fidelity = FakeFidelity(mdds=mdds, appsync=appsync)
     await mdds.start()
+    await appsync.start()
     await fidelity.start()
     yield fidelity
     await fidelity.close()
+    await appsync.close()
     await mdds.close()
 
 

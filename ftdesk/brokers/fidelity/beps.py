@@ -1,15 +1,22 @@
-"""BEPS, Fidelity's account-event bus, as an ``AccountEventFeed`` (upstream reference, section 6.1).
+"""BEPS, Fidelity's account-event bus: the protocol of one connection (upstream reference, section 6.1).
 
-BEPS is an AWS AppSync GraphQL subscription over a WebSocket (subprotocol ``graphql-ws``). The URL comes
-from ``FTSERVICE_BEPS_STREAM_URL``, whose ``{0}`` is replaced by the URL-encoded base64 of
-``{"Authorization": <token>, "host": <host>}``. One connection: ``connection_init`` -> ``connection_ack``
-(carrying ``connectionTimeoutMs``) -> ``start`` with the subscription document and its variables (the
-payload's ``data`` is a JSON *string*; ``extensions.authorization`` repeats the auth object) -> ``data``
-messages, one event each, and ``ka`` keep-alives. A connection that says nothing for
-``connectionTimeoutMs`` is dead. ``close()`` sends ``stop``, then closes the socket.
+BEPS is an AWS AppSync GraphQL subscription over a WebSocket (subprotocol ``graphql-ws``). The stream URL's
+``{0}`` is replaced by the URL-encoded base64 of ``{"Authorization": <token>, "host": <host>}``. One
+connection: ``connection_init`` -> ``connection_ack`` (carrying ``connectionTimeoutMs``) -> ``start`` with the
+subscription document and its variables (the payload's ``data`` is a JSON *string*;
+``extensions.authorization`` repeats the auth object) -> ``data`` messages, one event each, and ``ka``
+keep-alives. A connection that says nothing for ``connectionTimeoutMs`` is dead. Closing sends ``stop``,
+then closes the socket.
 
-Reconnects and backoff belong to the account-event hub; this module only speaks the protocol. The token
-(and its encoded forms, which are as good as the token) never reach a log line or an exception message.
+The feed (``beps_feed``) configures itself from the login: a token from the token endpoint, the member id
+from the security context, the host and URL of section 6.1 (see ``beps_auth``). Each FTSERVICE_BEPS_*
+variable that is set overrides its part. A fetched token is renewed before it expires, make-before-break:
+a second socket is opened with the new token and subscribed, the old one is stopped and read until it says
+``complete`` (events on both are passed on once, by ``eventId``), then closed; nothing is lost to the
+switch. Reconnects after a failure, and their backoff, belong to the account-event hub; a reconnect
+reuses the token while it is fresh.
+
+The token (and its encoded forms, which are as good as the token) never reach a log line or an exception message.
 """
 
 from __future__ import annotations
@@ -28,7 +35,6 @@ from urllib.parse import quote
 
 import aiohttp
 
-from ftdesk.brokers.fidelity.routing import UpstreamRouter
 from ftdesk.domain.clock import Clock
 from ftdesk.domain.errors import BrokerError, StreamingUnavailable
 from ftdesk.domain.events import AccountEvent, EventCategory
@@ -81,6 +87,7 @@ class BepsConfig:
     stream_url: str | None = None
     mid: str | None = None
     app_id: str | None = "ATN"
+    token_url: str | None = None
 
     @classmethod
     def from_settings(cls, settings: Settings) -> BepsConfig:
@@ -91,6 +98,7 @@ class BepsConfig:
             stream_url=settings.beps_stream_url,
             mid=settings.beps_mid,
             app_id=settings.beps_app_id,
+            token_url=settings.beps_token_url,
         )
 
     def missing(self) -> list[str]:
@@ -174,6 +182,7 @@ def to_account_event(item: Mapping[str, Any], clock: Clock) -> AccountEvent:
         category=EVENT_CATEGORIES.get(event_type.upper(), EventCategory.OTHER),
         desc=desc,
         time=event_time(item.get("eventCreatedTime"), clock),
+        source="beps",
     )
 
 
@@ -234,11 +243,18 @@ class BepsConnection:
         """Return the seconds of silence (the ack's ``connectionTimeoutMs``) after which the socket is dead."""
         return self._keepalive_timeout
 
-    async def events(self) -> AsyncIterator[AccountEvent]:
-        """Yield account events until the socket closes; raise ``BrokerError`` when BEPS fails or goes silent."""
+    async def events(self, stop_at: float | None = None) -> AsyncIterator[AccountEvent]:
+        """Yield account events until the socket closes; raise ``BrokerError`` when BEPS fails or goes silent.
+
+        With ``stop_at`` (the clock's monotonic time) the iteration also ends, quietly, at that time; the
+        socket stays open and a later ``events()`` goes on reading it.
+        """
         while not self._closed:
-            frame = await self._receive_until(self._alive_until)
+            deadline = self._alive_until if stop_at is None else min(self._alive_until, stop_at)
+            frame = await self._receive_until(deadline)
             if frame is None:
+                if stop_at is not None and self._clock.monotonic() >= stop_at:
+                    return
                 raise BrokerError(f"BEPS sent no keep-alive for {self._keepalive_timeout:g} s: the connection is dead")
             if frame.type is aiohttp.WSMsgType.TEXT:
                 # Any message shows the socket is alive, not only "ka".
@@ -364,93 +380,3 @@ def _connection_timeout(payload: Any) -> float:
     if not milliseconds > 0:
         milliseconds = DEFAULT_CONNECTION_TIMEOUT_MS
     return milliseconds / 1000
-
-
-# --- the feed ----------------------------------------------------------------------------------
-
-
-class BepsAccountEventFeed:
-    """Opens BEPS subscriptions from the FTSERVICE_BEPS_* settings, routed like every upstream URL."""
-
-    def __init__(
-        self,
-        config: BepsConfig,
-        *,
-        router: UpstreamRouter,
-        clock: Clock,
-        connect_timeout: float = 10.0,
-        ack_timeout: float = 10.0,
-        close_timeout: float = 2.0,
-    ) -> None:
-        self._config = config
-        self._router = router
-        self._clock = clock
-        self._connect_timeout = connect_timeout
-        self._ack_timeout = ack_timeout
-        self._close_timeout = close_timeout
-
-    def unavailable_reason(self) -> str | None:
-        """Name the FTSERVICE_BEPS_* variables that are missing, or return None."""
-        return unavailable_reason(self._config)
-
-    async def connect(self) -> BepsConnection:
-        """Open the socket, wait for the ack and start the subscription; raise ``BrokerError`` on failure."""
-        reason = self.unavailable_reason()
-        if reason is not None:
-            raise StreamingUnavailable(reason)
-        config = self._config
-        scrub = _Scrubber(config.secrets())
-        subscription = {
-            "data": json.dumps(
-                {
-                    "query": SUBSCRIPTION_DOCUMENT,
-                    "variables": {"subscribeId": config.mid, "consumerAppId": config.app_id},
-                }
-            ),
-            "extensions": {"authorization": config.authorization()},
-        }
-        http = aiohttp.ClientSession(
-            connector=self._router.connector(),
-            timeout=aiohttp.ClientTimeout(total=None, sock_connect=self._connect_timeout),
-        )
-        connection: BepsConnection | None = None
-        try:
-            ws = await asyncio.wait_for(
-                http.ws_connect(
-                    self._router.url(config.url()),
-                    protocols=(SUBPROTOCOL,),
-                    timeout=aiohttp.ClientWSTimeout(ws_receive=None, ws_close=self._close_timeout),
-                ),
-                self._connect_timeout,
-            )
-            connection = BepsConnection(http, ws, clock=self._clock, scrub=scrub, ack_timeout=self._ack_timeout)
-            if ws.protocol != SUBPROTOCOL:
-                raise BrokerError(f"BEPS did not accept the {SUBPROTOCOL} subprotocol")
-            await connection._handshake(subscription)
-        except BaseException as exc:
-            if connection is not None:
-                await connection.close()
-            else:
-                await http.close()
-            raise _connect_error(exc, scrub) from None
-        log.info("BEPS account-event subscription started (keep-alive timeout %g s)", connection.keepalive_timeout)
-        return connection
-
-
-def _connect_error(exc: BaseException, scrub: _Scrubber) -> BaseException:
-    """Return the error to raise for a failed connect, never carrying the URL (it holds the token)."""
-    if isinstance(exc, aiohttp.WSServerHandshakeError):
-        if exc.status in (401, 403):
-            return BrokerError(
-                f"BEPS refused the token (HTTP {exc.status}): check FTSERVICE_BEPS_TOKEN (it may have expired) "
-                "and FTSERVICE_BEPS_HOST"
-            )
-        return BrokerError(f"BEPS refused the connection (HTTP {exc.status})")
-    if isinstance(exc, BrokerError):
-        return BrokerError(scrub(exc.message))
-    if isinstance(exc, TimeoutError):
-        return BrokerError("Cannot reach BEPS: the connection timed out")
-    if isinstance(exc, aiohttp.ClientError | OSError):
-        # Connector errors name host and port only, but scrub anyway: some aiohttp errors carry the URL.
-        return BrokerError(scrub(f"Cannot reach BEPS: {type(exc).__name__}: {exc}"))
-    return exc

@@ -17,9 +17,12 @@ from collections.abc import Sequence
 from datetime import date
 from typing import Any
 
-from ftdesk.brokers.base import AccountEventConnection, AccountEventFeed, QuoteFeed
+from ftdesk.brokers.base import AccountEventFeed, QuoteFeed
 from ftdesk.brokers.fidelity import accounts as acct
 from ftdesk.brokers.fidelity.auth import SecurityContext, extend_session, log_in, log_out
+from ftdesk.brokers.fidelity.beps import BepsConfig
+from ftdesk.brokers.fidelity.beps_auth import TOKEN_URL, BepsToken, fetch_token
+from ftdesk.brokers.fidelity.beps_feed import BepsAccountEventFeed
 from ftdesk.brokers.fidelity.config import FidelityConfig
 from ftdesk.brokers.fidelity.http import FidelityHttp
 from ftdesk.brokers.fidelity.market_data import MarketDataModule
@@ -49,27 +52,10 @@ from ftdesk.domain.accounts import (
     Transaction,
 )
 from ftdesk.domain.clock import Clock
-from ftdesk.domain.errors import AuthRequired, NotFound, StreamingUnavailable
+from ftdesk.domain.errors import AuthRequired, NotFound
 from ftdesk.domain.session import BrokerSession, Credentials
 
 log = logging.getLogger(__name__)
-
-BEPS_VARIABLES = ("FTSERVICE_BEPS_TOKEN", "FTSERVICE_BEPS_HOST", "FTSERVICE_BEPS_STREAM_URL", "FTSERVICE_BEPS_MID")
-
-
-class UnconfiguredAccountEvents:
-    """The account-event feed until BEPS is wired in: it names the settings it lacks and never connects."""
-
-    def __init__(self, missing: Sequence[str] = BEPS_VARIABLES) -> None:
-        self._missing = tuple(missing)
-
-    def unavailable_reason(self) -> str | None:
-        """Say which FTSERVICE_BEPS_* variables are missing."""
-        return f"Fidelity account events need BEPS: set {', '.join(self._missing)}"
-
-    async def connect(self) -> AccountEventConnection:
-        """Refuse: there is nothing to connect to."""
-        raise StreamingUnavailable(self.unavailable_reason() or "Account events are not configured")
 
 
 class FidelityBroker(OrdersModule, MarketDataModule, ResearchModule, UserDataModule, FidelityModule):
@@ -77,11 +63,22 @@ class FidelityBroker(OrdersModule, MarketDataModule, ResearchModule, UserDataMod
 
     name = "fidelity"
 
-    def __init__(self, config: FidelityConfig, clock: Clock, account_events: AccountEventFeed | None = None) -> None:
+    def __init__(
+        self,
+        config: FidelityConfig,
+        clock: Clock,
+        account_events: AccountEventFeed | None = None,
+        *,
+        beps: BepsConfig | None = None,
+    ) -> None:
         self.config = config
         self.clock = clock
         self.router = UpstreamRouter(config.upstream)
-        self.account_events: AccountEventFeed = account_events or UnconfiguredAccountEvents()
+        self.beps = beps or BepsConfig()
+        # BEPS configures itself from each login (token endpoint, security context); FTSERVICE_BEPS_* override.
+        self.account_events: AccountEventFeed = account_events or BepsAccountEventFeed(
+            self.beps, router=self.router, clock=clock, login=self
+        )
         self.quote_feed: QuoteFeed = MddsQuoteFeed(cookies=self.cookies, router=self.router, clock=clock)
         self.security = SecurityContext()
         # One set of budgets for the broker, not per login: a re-login loop must not reset them.
@@ -144,6 +141,14 @@ class FidelityBroker(OrdersModule, MarketDataModule, ResearchModule, UserDataMod
                 with contextlib.suppress(Exception):
                     await log_out(http)
             await self._drop_session()
+
+    def beps_member_id(self) -> str | None:
+        """Return the member id (MID) of this login's security context, or None."""
+        return self.security.member_id
+
+    async def fetch_beps_token(self) -> BepsToken:
+        """Fetch a BEPS token for this login from the token endpoint (or FTSERVICE_BEPS_TOKEN_URL)."""
+        return await fetch_token(self._require(), self.clock, self.beps.token_url or TOKEN_URL)
 
     async def keep_alive(self) -> None:
         """Extend the session; raise ``SessionExpired`` when Fidelity refuses, ``AuthRequired`` when logged out."""

@@ -463,6 +463,9 @@ def _resume_id(call: Call[None, EventStreamQuery]) -> int | None:
     return int(text)
 
 
+EVENT_FIELDS = {"event_type", "category", "desc", "time", "source"}
+
+
 def _beps_frame(event_id: int, data: str) -> str:
     return f"event: beps\ndata: {data}\nid: {event_id}\n\n"
 
@@ -500,10 +503,7 @@ async def _pump_events(
             state = event_stream_state(hub)
             frames += _status_frame(state)
         if batch:
-            frames += "".join(
-                _beps_frame(item.id, item.event.model_dump_json(include={"event_type", "category", "desc", "time"}))
-                for item in batch
-            )
+            frames += "".join(_beps_frame(item.id, item.event.model_dump_json(include=EVENT_FIELDS)) for item in batch)
         else:
             frames += ": heartbeat\n\n"
         await response.write(frames.encode("utf-8"))
@@ -512,9 +512,12 @@ async def _pump_events(
 EVENTS_SSE_DESCRIPTION = f"""\
 A `text/event-stream`. The first line is `retry: {SSE_RETRY_MS}`. Frames:
 
-- `event: beps`: `data` is `{{"event_type", "category", "desc", "time"}}` (for example `MFCEX`, `order`,
-  `{{"acct_num", "conf_num", "symbol", "qty", "price", ...}}`); `id:` is the event id, an integer that increases
-  by one per event and starts at 1 when the service starts.
+- `event: beps`: `data` is `{{"event_type", "category", "desc", "time", "source"}}` (for example `MFCEX`,
+  `order`, `{{"acct_num", "conf_num", "symbol", "qty", "price", ...}}`, ..., `beps`); `id:` is the event id, an
+  integer that increases by one per event and starts at 1 when the service starts. `source` says where the
+  event came from: `beps` (Fidelity's event stream, live), `alerts` (Fidelity's alert history, polled while
+  BEPS is down: fills and cancels only) or `paper`. An event delivered from one source is not delivered again
+  from the other.
 - `event: status` (no `id:` line, so it never moves Last-Event-ID): `data` is `{{"state", "description", "since",
   "last_error", "events_missed", "message"}}`. Sent first, whenever the upstream state changed (within
   {HEARTBEAT_SECONDS:g} s), with `events_missed: true` when a resume could not be complete, and with a

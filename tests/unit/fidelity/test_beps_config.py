@@ -10,7 +10,8 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 import pytest
 
-from ftdesk.brokers.fidelity.beps import BepsAccountEventFeed, BepsConfig
+from ftdesk.brokers.fidelity.beps import BepsConfig
+from ftdesk.brokers.fidelity.beps_feed import BepsAccountEventFeed
 from ftdesk.brokers.fidelity.routing import UpstreamRouter
 from ftdesk.config import Settings
 from ftdesk.domain.errors import StreamingUnavailable

@@ -1,0 +1,56 @@
+"""The status line says whether account events are live, and why not when they should be."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from ftdesk.domain.session import SessionState
+from ftdesk.gui.bridge import AppStatus
+from ftdesk.gui.status_text import WHY_NOT_LIMIT, status_lines
+from ftdesk.streaming.models import HubState
+
+BASE = AppStatus(
+    running=True,
+    session=SessionState.LOGGED_IN,
+    username="t***r",
+    broker="fidelity",
+    live=False,
+    api_url="http://127.0.0.1:8787/api/v1",
+    docs_url="http://127.0.0.1:8787/docs",
+    quotes=HubState.CONNECTED,
+    events=HubState.CONNECTED,
+    clients={},
+    last_error=None,
+    reauth_count=0,
+    auto_reauth=False,
+    credentials_stored=False,
+)
+
+
+def test_connected_account_events_read_live() -> None:
+    assert status_lines(BASE).streaming == "Streaming: market data connected, account events live"
+
+
+def test_account_events_down_say_why_and_what_stands_in() -> None:
+    why = (
+        "Could not open the account-event connection: BrokerError: BEPS refused the connection (HTTP 503); reconnecting"
+    )
+    status = replace(BASE, events=HubState.RECONNECTING, events_why_not=why)
+
+    line = status_lines(status).streaming
+
+    assert line.startswith("Streaming: market data connected, account events not live: Could not open")
+    assert len(line) < len("Streaming: market data connected, account events not live: ") + WHY_NOT_LIMIT + 1
+
+
+def test_before_login_the_line_just_says_it_waits() -> None:
+    status = replace(
+        BASE,
+        session=SessionState.LOGGED_OUT,
+        quotes=HubState.WAITING_FOR_SESSION,
+        events=HubState.WAITING_FOR_SESSION,
+        events_why_not="No brokerage session: account events start after login",
+    )
+    assert status_lines(status).streaming == (
+        "Streaming: market data waiting for session, account events waiting for session"
+    )
