@@ -85,6 +85,7 @@ def build_broker(settings: Settings, clock: Clock) -> Broker:
             ),
             clock,
             beps=BepsConfig.from_settings(settings),
+            fallback_interval=settings.beps_fallback_interval,
         )
     raise ConfigError(f"FTSERVICE_BROKER={settings.broker!r} is not a broker ftdesk knows; use paper or fidelity")
 
@@ -164,8 +165,13 @@ class ServiceRuntime:
         session.add_listener(lambda state: quotes.set_session_active(state is SessionState.LOGGED_IN))
         self.quotes = quotes
         # One upstream account-event connection, likewise open while logged in (when the feed can run).
+        fallback = self.broker.event_fallback if isinstance(self.broker, FidelityBroker) else None
         events = AccountEventHub(
-            self.broker.account_events, self.clock, backoff=settings.stream_backoff, source=self.broker.name
+            self.broker.account_events,
+            self.clock,
+            backoff=settings.stream_backoff,
+            source=self.broker.name,
+            fallback=fallback,
         )
         await events.start()
         events.set_session_active(session.state is SessionState.LOGGED_IN)

@@ -318,6 +318,13 @@ SETTINGS: tuple[SettingSpec, ...] = (
         "whose /ftgw/dp start is inferred).",
         "an http(s) URL",
     ),
+    SettingSpec(
+        "beps_fallback_interval",
+        15.0,
+        _float_parser(0.05, 3600),
+        "Seconds between polls of Fidelity's alert history while BEPS is down (fills still reach /streaming/events).",
+        "0.05-3600",
+    ),
     # --- ftdesk's own ------------------------------------------------------------------------------
     SettingSpec(
         "login_at_startup", False, _parse_bool, "Log in with the stored credentials when ftdesk starts.", "true/false"
@@ -482,6 +489,7 @@ class Settings:
     beps_mid: str | None
     beps_app_id: str
     beps_token_url: str | None
+    beps_fallback_interval: float
     login_at_startup: bool
     preview_ttl: float
     broker: str

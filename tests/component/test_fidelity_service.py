@@ -7,6 +7,7 @@ trading on, cancel, SSE quotes from MDDS across a dropped connection, and BEPS e
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 from collections.abc import AsyncIterator, Callable, Coroutine
@@ -257,3 +258,53 @@ async def test_without_the_beps_settings_events_are_live_after_login(start_servi
         assert "security context" in beps["detail"] and session.token not in json.dumps(after)
     finally:
         await upstream.close()
+
+
+async def wait_for_status(service: RunningService, accept: Callable[[dict[str, Any]], bool]) -> dict[str, Any]:
+    """Poll GET /streaming/status (real time, bounded) until its beps part is accepted; return that part."""
+    async with asyncio.timeout(10):
+        while True:
+            _, body = await service.call("GET", f"{API}/streaming/status")
+            beps: dict[str, Any] = body["data"]["beps"]
+            if accept(beps):
+                return beps
+            await asyncio.sleep(0.02)
+
+
+async def test_with_beps_down_a_fill_comes_from_the_alert_history_and_once_only_when_beps_is_back(
+    start_fidelity: StartFidelity,
+) -> None:
+    service, upstream = await start_fidelity(beps_fallback_interval="0.1")
+    upstream.appsync.refuse(100_000, status=503)  # BEPS down
+    await login(service)
+    # The first poll of a session only notes the history that is already there.
+    down = await wait_for_status(service, lambda beps: beps["fallback"]["polls"] >= 1)
+    assert down["live"] is False and "alerts fallback" in down["why_not"]
+    assert down["fallback"]["active"] is True
+
+    async with open_sse(service, f"{API}/streaming/events") as stream:
+        document = upstream.fidelity.alert_history.add_fill(
+            acct=payloads.MARGIN, order="D02PTTQR", symbol="AAPL", qty=10, executed=10, price=190.5
+        )
+        frames = await stream.until(lambda frame: frame.event == "beps")
+        fill = frames[-1].data
+        assert (fill["event_type"], fill["category"], fill["source"]) == ("MFCEX", "order", "alerts")
+        assert fill["desc"]["conf_num"] == "D02PTTQR" and fill["desc"]["fill_qty"] == 10
+        assert fill["desc"]["price"] == 190.5 and fill["desc"]["acct_num"] == payloads.MARGIN
+
+        upstream.appsync.stop_refusing()  # BEPS is back
+        await stream.until(lambda frame: frame.event == "status" and frame.data.get("state") == "connected")
+        back = await wait_for_status(service, lambda beps: beps["live"] and not beps["fallback"]["active"])
+        polls = back["fallback"]["polls"]
+        # BEPS now reports the same fill (its message carrying the ALERT document), then a new one.
+        sent = {"eventType": "MFCEX", "message": document}
+        assert await upstream.appsync.push({"eventId": "b-1", **sent}) == 1
+        assert await upstream.appsync.push({"eventId": "b-2", "eventType": "MFCEX", "message": '{"orderNum": "X1"}'})
+        later = await stream.until(lambda frame: frame.event == "beps" and frame.data["desc"].get("event_id") == "b-2")
+    fills = [frame.data for frame in frames + later if frame.event == "beps"]
+    assert [(f["source"], f["desc"].get("conf_num") or f["desc"].get("event_id")) for f in fills] == [
+        ("alerts", "D02PTTQR"),
+        ("beps", "b-2"),
+    ]
+    after = await wait_for_status(service, lambda beps: beps["duplicates_dropped"] == 1)
+    assert after["fallback"]["polls"] == polls  # no polling while BEPS is live

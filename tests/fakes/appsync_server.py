@@ -118,6 +118,10 @@ class FakeAppSync:
         """Answer the next ``count`` upgrades with this HTTP status instead of a WebSocket."""
         self._refusals.extend([status] * count)
 
+    def stop_refusing(self) -> None:
+        """Accept upgrades again (drop the refusals still queued)."""
+        self._refusals.clear()
+
     async def push(self, event: dict[str, Any]) -> int:
         """Send one BEPS event to every started subscription; return how many got it."""
         sent = 0

@@ -40,6 +40,7 @@ from ftdesk.domain.clock import Clock
 from tests.fakes import fidelity_payloads as p
 from tests.fakes.appsync_server import FakeAppSync
 from tests.fakes.clock import AnchoredClock
+from tests.fakes.fidelity_alert_history import FakeAlertHistory
 from tests.fakes.fidelity_market_data import FakeMarketData
 from tests.fakes.fidelity_orders import FakeOrders
 from tests.fakes.fidelity_research import FakeResearch
@@ -109,8 +110,9 @@ class FakeFidelity:
         self.market_data = FakeMarketData(self)
         self.research = FakeResearch(self)
         self.user_data = FakeUserData(self)
+        self.alert_history = FakeAlertHistory(self)
         self.group_routes: GroupRoutes = {}
-        for group in (self.orders, self.market_data, self.research, self.user_data):
+        for group in (self.orders, self.market_data, self.research, self.user_data, self.alert_history):
             self.group_routes.update(group.routes())
 
     # --- lifecycle ------------------------------------------------------------------------------

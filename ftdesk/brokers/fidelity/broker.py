@@ -24,6 +24,7 @@ from ftdesk.brokers.fidelity.beps import BepsConfig
 from ftdesk.brokers.fidelity.beps_auth import TOKEN_URL, BepsToken, fetch_token
 from ftdesk.brokers.fidelity.beps_feed import BepsAccountEventFeed
 from ftdesk.brokers.fidelity.config import FidelityConfig
+from ftdesk.brokers.fidelity.fills_fallback import DEFAULT_INTERVAL, FillsFallback
 from ftdesk.brokers.fidelity.http import FidelityHttp
 from ftdesk.brokers.fidelity.market_data import MarketDataModule
 from ftdesk.brokers.fidelity.mdds import MddsQuoteFeed
@@ -70,6 +71,7 @@ class FidelityBroker(OrdersModule, MarketDataModule, ResearchModule, UserDataMod
         account_events: AccountEventFeed | None = None,
         *,
         beps: BepsConfig | None = None,
+        fallback_interval: float = DEFAULT_INTERVAL,
     ) -> None:
         self.config = config
         self.clock = clock
@@ -79,6 +81,8 @@ class FidelityBroker(OrdersModule, MarketDataModule, ResearchModule, UserDataMod
         self.account_events: AccountEventFeed = account_events or BepsAccountEventFeed(
             self.beps, router=self.router, clock=clock, login=self
         )
+        # Fills and cancels from the alert history while BEPS is down (the account-event hub polls it).
+        self.event_fallback = FillsFallback(self._require, clock, interval=fallback_interval)
         self.quote_feed: QuoteFeed = MddsQuoteFeed(cookies=self.cookies, router=self.router, clock=clock)
         self.security = SecurityContext()
         # One set of budgets for the broker, not per login: a re-login loop must not reset them.
