@@ -230,7 +230,9 @@ async def test_ws_subscribe_is_acknowledged_then_quotes_flow(start_service) -> N
             "type": "ack",
             "action": "subscribe",
             "symbols": ["AAPL", "ZZZZQ"],
+            "books": [],
             "subscribed": ["AAPL", "ZZZZQ"],
+            "depth": [],
         }
         seen: dict[tuple[str, str], dict] = {}
         while len(seen) < 2:  # the quote and the refusal, in either order
@@ -497,7 +499,12 @@ def consumer_status(service: RunningService, kind: str) -> list[ConsumerStatus]:
     return [c for c in service.context.quotes.status().consumers if c.kind == kind]
 
 
-async def test_fast_updates_reach_sse_and_ws_clients_in_order_and_every_one_is_counted(fake_feed_service) -> None:
+async def test_fast_updates_reach_sse_and_ws_clients_in_order_and_every_one_is_counted(
+    fake_feed_service, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The clients are read one after the other: with 50 ms pings the WebSocket, unread while the SSE client is,
+    # misses its 25 ms pong deadline on a loaded machine and the server closes it.
+    monkeypatch.setattr(streaming, "HEARTBEAT_SECONDS", 30.0)
     service, feed = fake_feed_service
     symbols = ["AAPL", "MSFT"]
     clients = [await QuoteClient.open(service.http, service, kind, symbols) for kind in ("sse", "ws")]
