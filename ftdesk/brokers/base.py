@@ -40,6 +40,7 @@ from ftdesk.domain.market import (
     ChartResult,
     Montage,
     OptionChain,
+    OrderBook,
     Quote,
     TimeAndSales,
 )
@@ -94,14 +95,36 @@ class SymbolError(Exception):
         self.message = message
 
 
-QuoteFeedMessage = Quote | SymbolError
+QuoteFeedMessage = Quote | OrderBook | SymbolError
+
+BOOK_KEY_SUFFIX = "#BOOK"
+"""A held "symbol" that ends with this is the order book (level 2) of the symbol before it."""
+
+
+def book_key(symbol: str) -> str:
+    """Return the subscription key of a symbol's order book (what the hub holds and the feed subscribes)."""
+    return f"{symbol}{BOOK_KEY_SUFFIX}"
+
+
+def book_symbol(key: str) -> str | None:
+    """Return the symbol whose order book ``key`` stands for, or None for a plain symbol."""
+    return key[: -len(BOOK_KEY_SUFFIX)] if key.endswith(BOOK_KEY_SUFFIX) else None
+
+
+def message_key(message: QuoteFeedMessage) -> str:
+    """Return the subscription key a feed message belongs to (a book's key for an ``OrderBook``)."""
+    return book_key(message.symbol) if isinstance(message, OrderBook) else message.symbol
 
 
 class QuoteConnection(Protocol):
-    """One open upstream market-data connection."""
+    """One open upstream market-data connection.
+
+    A subscribed key made by ``book_key`` asks for the symbol's order book instead of its quote: the connection
+    then yields ``OrderBook`` messages for it, and a refusal as a ``SymbolError`` whose symbol is that key.
+    """
 
     async def subscribe(self, symbols: Sequence[str]) -> None:
-        """Ask for updates of these symbols (at most ``QuoteFeed.max_symbols_per_message``)."""
+        """Ask for updates of these symbols or book keys (at most ``QuoteFeed.max_symbols_per_message``)."""
 
     async def unsubscribe(self, symbols: Sequence[str]) -> None:
         """Stop updates of these symbols."""

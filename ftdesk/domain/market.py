@@ -54,6 +54,24 @@ class Quote(Record):
     greeks: Greeks | None = Field(default=None, description="Present on option symbols when known.")
 
 
+class BookLevel(Record):
+    """One price level of an order book side."""
+
+    price: float
+    size: int
+    venue: str | None = Field(default=None, description="Market identifier code of the venue (XNYS, ARCX, ...).")
+    time: str | None = Field(default=None, description="Time of the level's last change as the upstream gave it.")
+
+
+class OrderBook(Record):
+    """Level 2: the best bids and asks of a symbol, best first (up to 25 levels a side on Fidelity)."""
+
+    symbol: str
+    bids: list[BookLevel] = Field(description="Bid levels, highest price first.")
+    asks: list[BookLevel] = Field(description="Ask levels, lowest price first.")
+    time: str = Field(description="ISO 8601 time of the last update.")
+
+
 class OptionQuote(Record):
     """One option series in a chain."""
 

@@ -1,8 +1,10 @@
 """The quote hub: one upstream market-data connection shared by every streaming consumer.
 
 Desired state first: consumers hold symbols (``QuoteConsumer.acquire``/``release``); a symbol's refcount is
-the number of distinct consumers holding it. The hub keeps the upstream connection in line with that set:
-a syncer sends subscribe/unsubscribe messages of at most ``feed.max_symbols_per_message`` symbols, one at
+the number of distinct consumers holding it. Order books (level 2) are held by their book key
+(``brokers.base.book_key``), so a book is shared, refcounted and unsubscribed late exactly like a quote, and
+its latest ``OrderBook`` never conflates with the symbol's quote. The hub keeps the upstream connection in line
+with that set: a syncer sends subscribe/unsubscribe messages of at most ``feed.max_symbols_per_message`` symbols, one at
 a time, recomputing the difference before each, so whatever happens meanwhile (releases, reconnects,
 refusals) the upstream ends up carrying exactly the held symbols. A symbol nobody holds any more lingers
 ``unsubscribe_delay`` seconds before it leaves the upstream, so a client that reconnects at once does not
@@ -47,7 +49,7 @@ from collections.abc import Callable, Coroutine, Iterable
 from datetime import datetime
 from typing import Any
 
-from ftdesk.brokers.base import QuoteConnection, QuoteFeed, QuoteFeedMessage, SymbolError
+from ftdesk.brokers.base import QuoteConnection, QuoteFeed, QuoteFeedMessage, SymbolError, message_key
 from ftdesk.domain.clock import Clock
 from ftdesk.domain.errors import StreamingUnavailable
 from ftdesk.streaming.conflation import ConflatingBuffer
@@ -569,24 +571,25 @@ class QuoteHub(SupervisedStream[QuoteConnection]):
         await drain(connection.messages(), self._receive)
 
     def _receive(self, message: QuoteFeedMessage) -> None:
-        """Store a message as its symbol's latest item and hand it to each holder, never waiting on one."""
+        """Store a message as its key's latest item and hand it to each holder, never waiting on one."""
         now = self._clock.monotonic()
         self._silence_since = now
         self._last_message_mono = now
         self._received += 1
-        holders = self._holders.get(message.symbol)
+        key = message_key(message)  # a book travels under its book key, so it never replaces the quote
+        holders = self._holders.get(key)
         if holders is None:  # a late message for a symbol already unsubscribed
             return
         item: QuoteItem
         if isinstance(message, SymbolError):
-            self._upstream.pop(message.symbol, None)
-            self._refused.add(message.symbol)  # not asked again on this connection
-            item = QuoteError(message.symbol, message.message)
+            self._upstream.pop(key, None)
+            self._refused.add(key)  # not asked again on this connection
+            item = QuoteError(key, message.message)
         else:
             item = message
-        self._last[message.symbol] = item
+        self._last[key] = item
         for consumer in holders.values():
-            consumer._offer(message.symbol, item, now)
+            consumer._offer(key, item, now)
 
     async def _sync(self, connection: QuoteConnection) -> None:
         """Bring the connection in line with the desired state, one chunked message at a time."""

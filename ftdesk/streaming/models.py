@@ -9,7 +9,7 @@ from typing import Literal, get_args
 
 from pydantic import BaseModel, Field
 
-from ftdesk.domain.market import Quote
+from ftdesk.domain.market import OrderBook, Quote
 
 ConsumerKind = Literal["sse", "ws", "shared"]
 CONSUMER_KINDS: tuple[ConsumerKind, ...] = get_args(ConsumerKind)
@@ -44,8 +44,9 @@ class QuoteError:
     message: str
 
 
-QuoteItem = Quote | QuoteError
-"""One entry of a consumer batch: the latest quote of a symbol, or why the symbol has none."""
+QuoteItem = Quote | OrderBook | QuoteError
+"""One entry of a consumer batch: the latest quote or order book of a symbol, or why it has none (a refused
+book's error carries the book key as its symbol)."""
 
 
 class ConsumerClosed(Exception):

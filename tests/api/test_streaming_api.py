@@ -395,9 +395,14 @@ async def test_the_streams_are_documented_with_their_frames(start_service) -> No
     sse = spec["paths"]["/api/v1/streaming/quotes"]["get"]
     assert "text/event-stream" in sse["responses"]["200"]["content"]
     assert "event: quote" in sse["responses"]["200"]["description"]
-    assert {p["name"] for p in sse["parameters"]} == {"symbols", "api_key"}
+    assert {p["name"] for p in sse["parameters"]} == {"symbols", "depth", "api_key"}
+    assert "event: book" in sse["responses"]["200"]["description"]
     ws = spec["paths"]["/ws/quotes"]["get"]
     assert '"type": "pong"' in ws["responses"]["101"]["description"]
+    assert (
+        '"depth": true' in ws["responses"]["101"]["description"]
+        and '"type": "book"' in ws["responses"]["101"]["description"]
+    )
     for path in ("/streaming/subscribe", "/streaming/unsubscribe", "/streaming/subscriptions", "/streaming/status"):
         assert f"/api/v1{path}" in spec["paths"]
 

@@ -308,3 +308,41 @@ async def test_with_beps_down_a_fill_comes_from_the_alert_history_and_once_only_
     ]
     after = await wait_for_status(service, lambda beps: beps["duplicates_dropped"] == 1)
     assert after["fallback"]["polls"] == polls  # no polling while BEPS is live
+
+
+async def test_two_consumers_of_one_book_share_one_mdds_virtual_book(start_fidelity: StartFidelity) -> None:
+    service, upstream = await start_fidelity()
+    await login(service)
+    headers = service.auth
+    ws = await service.http.ws_connect(service.url("/ws/quotes"), headers=headers)
+    try:
+        async with open_sse(service, f"{API}/streaming/quotes?symbols=RKLB&depth=true") as stream:
+            frames = await stream.until(lambda frame: frame.event == "book")
+            book = frames[-1].data
+            assert book["symbol"] == "RKLB" and len(book["bids"]) == 25 and len(book["asks"]) == 25
+            best_bid, best_ask = book["bids"][0], book["asks"][0]
+            assert (best_bid["price"], best_bid["size"], best_bid["venue"]) == (56.6, 100, "XNYS")
+            assert best_ask["price"] == 56.73 and best_bid["time"] == "15:00:00.000"
+
+            await ws.send_json({"action": "subscribe", "symbols": ["RKLB"], "depth": True})
+            while True:  # the ack, the status, the quote, then the shared book's current state
+                frame = json.loads((await ws.receive(timeout=5)).data)
+                if frame["type"] == "book":
+                    break
+            assert frame["bids"][0]["price"] == 56.6
+            session = upstream.mdds.current
+            assert session is not None
+            assert [c["Symbol"] for c in session.commands_named("subscribe_virtualbook")] == ["RKLB"]
+            (command,) = session.commands_named("subscribe_virtualbook")
+            assert command["IncludeArcaOnly"] is True  # as the app sends it
+
+            # An update carries only the changed level; both consumers see the merged book.
+            assert await upstream.mdds.publish_book("RKLB", {"462": "56.6500", "512": "700"}) == 1
+            frames = await stream.until(lambda f: f.event == "book" and f.data["bids"][0]["price"] == 56.65)
+            assert frames[-1].data["bids"][0]["size"] == 700 and len(frames[-1].data["bids"]) == 25
+            while True:
+                frame = json.loads((await ws.receive(timeout=5)).data)
+                if frame["type"] == "book" and frame["bids"][0]["price"] == 56.65:
+                    break
+    finally:
+        await ws.close()

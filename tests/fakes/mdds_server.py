@@ -3,7 +3,11 @@
 It checks the session cookie on upgrade, greets with a fresh ``SessionId``, answers ``subscribe`` with one
 ``ResponseType "1"`` snapshot per known symbol (plus a ``.GK`` Greeks item for options when asked) and
 ``"-1"``/``ErrorCode "18"`` for unknown ones, all under one 8-hex ``Request`` id per command, and accepts
-``unsubscribe`` by ``Request`` or by ``Symbol``. Tests push updates with ``publish()``, break the
+``unsubscribe`` by ``Request`` or by ``Symbol``. ``subscribe_virtualbook`` (one symbol, 5.7) answers a snapshot
+item ``<SYMBOL>.VB`` with 25 levels a side on the 462-940 field ranges (``"-1"``/``18`` for an unknown symbol),
+under its own ``Request``; ``publish_book()`` sends updates of the changed levels only, and both ``unsubscribe``
+by that ``Request`` and ``unsubscribe_virtualbook`` by ``Symbol`` (the SDK's uncaptured guess) end it.
+Tests push updates with ``publish()``, break the
 connection with ``kill()``, refuse upgrades with ``refuse()`` and mute it with ``silent``; they observe
 what each connection carries through ``sessions``.
 
@@ -88,6 +92,31 @@ def snapshot_fields(wire: str) -> dict[str, str]:
     }
 
 
+BOOK_LEVELS = 25
+BID_PRICE, BID_VENUE, BID_SIZE, BID_TIME = 462, 487, 512, 891
+ASK_PRICE, ASK_VENUE, ASK_SIZE, ASK_TIME = 537, 562, 587, 916
+VENUES = ("XNYS", "XNMS", "ARCX", "BATS")
+
+
+def book_fields(wire: str) -> dict[str, str]:
+    """Return a virtual-book snapshot item (``<wire>.VB``): 25 levels a side around the symbol's quote."""
+    quote = snapshot_fields(wire)
+    bid, ask = float(quote["20"]), float(quote["18"])
+    item = {"0": "success", "6": f"{wire}.VB"}
+    for level in range(BOOK_LEVELS):
+        venue = VENUES[level % len(VENUES)]
+        stamp = f"15:00:{level:02d}.000"
+        item[str(BID_PRICE + level)] = f"{bid - level * 0.01:.4f}"
+        item[str(BID_VENUE + level)] = venue
+        item[str(BID_SIZE + level)] = str(100 * (level + 1))
+        item[str(BID_TIME + level)] = stamp
+        item[str(ASK_PRICE + level)] = f"{ask + level * 0.01:.4f}"
+        item[str(ASK_VENUE + level)] = venue
+        item[str(ASK_SIZE + level)] = str(100 * (level + 2))
+        item[str(ASK_TIME + level)] = stamp
+    return item
+
+
 def greeks_fields(wire: str) -> dict[str, str]:
     """Return a Greeks item for an option (symbol with the ``.GK`` suffix)."""
     return {
@@ -112,6 +141,7 @@ class FakeMddsSession:
     session_id: str
     ws: web.WebSocketResponse
     requests: dict[str, list[str]] = field(default_factory=dict)  # Request id -> wire symbols
+    books: dict[str, str] = field(default_factory=dict)  # Request id -> wire symbol of a virtual book
     commands: list[dict[str, Any]] = field(default_factory=list)
     closed: bool = False
 
@@ -119,6 +149,11 @@ class FakeMddsSession:
     def subscribed(self) -> set[str]:
         """Return the wire symbols this connection carries now."""
         return {symbol for symbols in self.requests.values() for symbol in symbols}
+
+    @property
+    def books_subscribed(self) -> set[str]:
+        """Return the wire symbols whose virtual book this connection carries now."""
+        return set(self.books.values())
 
     def commands_named(self, name: str) -> list[dict[str, Any]]:
         """Return the commands with this ``Command`` value, in arrival order."""
@@ -197,6 +232,18 @@ class FakeMdds:
                     sent += 1
         return sent
 
+    async def publish_book(self, wire: str, fields: Mapping[str, str]) -> int:
+        """Send a virtual-book update (changed levels only) to every connection carrying it; return how many."""
+        sent = 0
+        for session in self.open_sessions():
+            if wire in session.books_subscribed and not self.silent:
+                item = {"6": f"{wire}.VB", **fields}
+                envelope = {"Command": "subscribe_virtualbook", "ResponseType": "0", "Data": [item]}
+                with contextlib.suppress(ConnectionError, RuntimeError):
+                    await session.ws.send_str(json.dumps(envelope))
+                    sent += 1
+        return sent
+
     def open_sessions(self) -> list[FakeMddsSession]:
         """Return the connections still open."""
         return [session for session in self.sessions if not session.closed]
@@ -242,9 +289,15 @@ class FakeMdds:
             await session.ws.send_str(json.dumps({"ResponseType": "-1", "ErrorCode": "1", "Data": []}))
         elif command.get("Command") == "subscribe":
             await self._subscribe(session, command)
+        elif command.get("Command") == "subscribe_virtualbook":
+            await self._subscribe_book(session, command)
+        elif command.get("Command") == "unsubscribe_virtualbook":
+            gone = str(command.get("Symbol", ""))
+            session.books = {request: wire for request, wire in session.books.items() if wire != gone}
         elif command.get("Command") == "unsubscribe":
             if "Request" in command:
                 session.requests.pop(str(command["Request"]), None)
+                session.books.pop(str(command["Request"]), None)
             else:
                 gone = set(str(command.get("Symbol", "")).split(","))
                 for request, symbols in list(session.requests.items()):
@@ -274,6 +327,23 @@ class FakeMdds:
                 # As captured: the Greeks come as their own item, keyed <option>.GK.
                 greeks = {"Command": "subscribe", "ResponseType": "1", "Data": [greeks_fields(wire)]}
                 await self._send(session, greeks, request)
+
+    async def _subscribe_book(self, session: FakeMddsSession, command: dict[str, Any]) -> None:
+        request = secrets.token_hex(4)
+        wire = str(command.get("Symbol", ""))
+        if wire in self.unknown or not wire or "," in wire:
+            envelope: dict[str, Any] = {
+                "Command": "subscribe_virtualbook",
+                "ResponseType": "-1",
+                "ErrorCode": "18",
+                "Data": [{"0": "Source not found", "6": f"{wire}.VB"}],
+            }
+            await self._send(session, envelope, request)
+            return
+        session.books[request] = wire
+        if not self.silent:
+            envelope = {"Command": "subscribe_virtualbook", "ResponseType": "1", "Data": [book_fields(wire)]}
+            await self._send(session, envelope, request)
 
     @staticmethod
     async def _send(session: FakeMddsSession, envelope: dict[str, Any], request: str) -> None:

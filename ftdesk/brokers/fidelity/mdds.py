@@ -7,7 +7,16 @@ Field ids follow the decompiled map, which the reference recommends where it dis
 
 Unsubscribe uses the app's form, by the ``Request`` id the server gave the subscribe, because the
 symbol form is said to fail silently. A request covers a whole subscribe message, so dropping part of one
-cancels the request and subscribes the rest again. Reconnects, backoff, refcounts and the watchdog belong
+cancels the request and subscribes the rest again.
+
+Order books (5.7): a held ``book_key`` is subscribed with ``subscribe_virtualbook`` (one symbol per command,
+``IncludeArcaOnly`` true as the app sends it; its effect is unknown). Items come back as ``<SYMBOL>.VB``: a
+snapshot, then updates holding only the changed levels, merged like quotes; level *i* (0-24) of the bids is
+price 462+i, venue 487+i, size 512+i, time 891+i, of the asks 537+i, 562+i, 587+i, 916+i. A level without a
+positive price is left out (how MDDS clears a level is not captured). Unsubscribe is by the ``Request`` id,
+as for quotes; before one is known, by ``unsubscribe_virtualbook`` with the symbol (the SDK's uncaptured guess).
+The app keeps one connection per book; ftdesk carries books on its one connection (untested upstream: a
+refusal would show as that book's error). Reconnects, backoff, refcounts and the watchdog belong
 to the streaming hub; this module only speaks the protocol.
 """
 
@@ -24,11 +33,11 @@ from typing import Any
 
 import aiohttp
 
-from ftdesk.brokers.base import QuoteFeedMessage, SymbolError
+from ftdesk.brokers.base import QuoteFeedMessage, SymbolError, book_key, book_symbol
 from ftdesk.brokers.fidelity.routing import UpstreamRouter
 from ftdesk.domain.clock import Clock
 from ftdesk.domain.errors import AuthRequired, BrokerError, SessionExpired
-from ftdesk.domain.market import Greeks, Quote
+from ftdesk.domain.market import BookLevel, Greeks, OrderBook, Quote
 
 log = logging.getLogger(__name__)
 
@@ -65,6 +74,10 @@ FID_RHO = "191"
 FID_IV_MID = "196"
 FID_IRREGULAR_LAST = "1162"
 FID_IRREGULAR_SIZE = "1165"
+
+BOOK_LEVELS = 25
+VB_BID = (462, 487, 512, 891)  # first field id of the bid levels' price, venue, size, time
+VB_ASK = (537, 562, 587, 916)
 
 _OPTION = re.compile(r"^-?[A-Z][A-Z0-9]{0,5}\d{6}[CP]\d+(\.\d+)?$")
 
@@ -153,6 +166,41 @@ class _SymbolState:
         )
 
 
+@dataclass
+class _BookState:
+    """Everything MDDS said about one symbol's virtual book so far."""
+
+    requested: str  # the symbol as the hub asked for its book
+    fields: dict[str, str] = field(default_factory=dict)
+    request: str | None = None
+
+    def book(self, time: str) -> OrderBook:
+        """Return the merged book, best level first on each side."""
+        return OrderBook(
+            symbol=self.requested,
+            bids=self._side(*VB_BID),
+            asks=self._side(*VB_ASK),
+            time=time,
+        )
+
+    def _side(self, price_fid: int, venue_fid: int, size_fid: int, time_fid: int) -> list[BookLevel]:
+        values = self.fields
+        levels: list[BookLevel] = []
+        for level in range(BOOK_LEVELS):
+            price = _number(values.get(str(price_fid + level)))
+            if price is None or price <= 0:
+                continue
+            levels.append(
+                BookLevel(
+                    price=price,
+                    size=_count(values.get(str(size_fid + level))) or 0,
+                    venue=values.get(str(venue_fid + level)) or None,
+                    time=values.get(str(time_fid + level)) or None,
+                )
+            )
+        return levels
+
+
 class MddsConnection:
     """One open MDDS socket (see the module docstring)."""
 
@@ -173,6 +221,7 @@ class MddsConnection:
         # wire symbol -> the Request ids carrying it (more than one after a watchdog probe re-subscribed it)
         self._requests_of: dict[str, set[str]] = {}
         self._members: dict[str, set[str]] = {}  # Request id -> the wanted wire symbols it carries
+        self._books: dict[str, _BookState] = {}  # wire symbol -> its virtual book, for every book we want
         self._closed = False
 
     async def subscribe(self, symbols: Sequence[str]) -> None:
@@ -181,6 +230,10 @@ class MddsConnection:
             raise ValueError(f"MDDS takes at most {MAX_SYMBOLS_PER_SUBSCRIBE} symbols per subscribe")
         wires: list[str] = []
         for symbol in symbols:
+            booked = book_symbol(symbol)
+            if booked is not None:
+                await self._subscribe_book(booked)
+                continue
             wire = to_wire_symbol(symbol)
             self._states.setdefault(wire, _SymbolState(symbol))
             wires.append(wire)
@@ -192,6 +245,10 @@ class MddsConnection:
         by_request: dict[str, set[str]] = {}
         unanswered: list[str] = []
         for symbol in symbols:
+            booked = book_symbol(symbol)
+            if booked is not None:
+                await self._unsubscribe_book(booked)
+                continue
             wire = to_wire_symbol(symbol)
             if self._states.pop(wire, None) is None:
                 continue
@@ -234,6 +291,42 @@ class MddsConnection:
         with contextlib.suppress(Exception):
             await self._ws.close()
         await self._http.close()
+
+    async def _subscribe_book(self, symbol: str) -> None:
+        wire = to_wire_symbol(symbol)
+        self._books[wire] = _BookState(symbol)
+        command = {
+            "Command": "subscribe_virtualbook",
+            "Symbol": wire,
+            "ConflationRate": self._conflation_rate_ms,
+            "IncludeArcaOnly": True,
+        }
+        await self._send(command)
+
+    async def _unsubscribe_book(self, symbol: str) -> None:
+        state = self._books.pop(to_wire_symbol(symbol), None)
+        if state is None:
+            return
+        if state.request is not None:
+            await self._send({"Command": "unsubscribe", "Request": state.request})
+        else:
+            await self._send({"Command": "unsubscribe_virtualbook", "Symbol": to_wire_symbol(symbol)})
+
+    def _book_item(
+        self, wire: str, item: dict[str, Any], response_type: str, request: object, error_code: object, now: str
+    ) -> QuoteFeedMessage | None:
+        state = self._books.get(wire)
+        if state is None:
+            return None  # a late frame for a book already unsubscribed
+        if isinstance(request, str) and request:
+            state.request = request
+        if response_type == "-1":
+            del self._books[wire]
+            text = str(item.get(FID_STATUS) or "error")
+            code = f" (MDDS error {error_code})" if error_code else ""
+            return SymbolError(book_key(state.requested), f"{text}{code}")
+        state.fields.update({str(k): str(v) for k, v in item.items() if v is not None})
+        return state.book(now)
 
     # --- wire -----------------------------------------------------------------------------------
 
@@ -278,7 +371,7 @@ class MddsConnection:
     ) -> QuoteFeedMessage | None:
         wire = str(item.get(FID_SYMBOL) or item.get(FID_DISPLAY_SYMBOL) or "")
         if wire.endswith(BOOK_SUFFIX):
-            return None  # depth is not part of the quote stream
+            return self._book_item(wire[: -len(BOOK_SUFFIX)], item, response_type, request, error_code, now)
         greeks = wire.endswith(GREEKS_SUFFIX)
         if greeks:
             wire = wire[: -len(GREEKS_SUFFIX)]

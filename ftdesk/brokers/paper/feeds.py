@@ -1,7 +1,10 @@
 """The paper brokerage's two upstream streams: simulated market data and its own account events.
 
 ``PaperQuoteFeed`` plays MDDS: a connection takes subscribe/unsubscribe messages (at most 50 symbols each)
-and yields one quote per subscribed symbol per tick, leaving out quotes that did not change.
+and yields one quote per subscribed symbol per tick, leaving out quotes that did not change. A subscribed
+``book_key`` yields the symbol's simulated order book instead: ``BOOK_LEVELS`` levels a side stepping a cent
+away from the simulated bid and ask, sizes growing with the distance, venues taking turns; it changes when the
+quote does.
 ``EventBus`` is where the ledger, order engine and alerts publish; ``PaperAccountEventFeed`` plays BEPS
 by opening connections on that bus. The streaming hub owns reconnects and fan-out, so these only speak
 the protocols of ``ftdesk.brokers.base``.
@@ -20,17 +23,42 @@ from collections import deque
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from typing import Any, Protocol, runtime_checkable
 
-from ftdesk.brokers.base import QuoteFeedMessage, SymbolError
+from ftdesk.brokers.base import QuoteFeedMessage, SymbolError, book_symbol
 from ftdesk.brokers.paper.ports import MarketView
 from ftdesk.domain.clock import Clock
 from ftdesk.domain.errors import BrokerError, NotFound
 from ftdesk.domain.events import AccountEvent
-from ftdesk.domain.market import Quote
+from ftdesk.domain.market import BookLevel, OrderBook, Quote
 
 log = logging.getLogger(__name__)
 
 EVENT_QUEUE_CAPACITY = 10_000
 MAX_SYMBOLS_PER_MESSAGE = 50
+BOOK_LEVELS = 10
+BOOK_TICK = 0.01
+BOOK_VENUES = ("XNYS", "XNAS", "ARCX", "BATS", "EDGX")
+
+
+def simulated_book(quote: Quote) -> OrderBook:
+    """Return an order book around a quote: best level at the quote's bid and ask, one cent a level beyond."""
+    base_bid = max(quote.bid_size, 100)
+    base_ask = max(quote.ask_size, 100)
+    bids = [
+        BookLevel(price=round(quote.bid - level * BOOK_TICK, 4), size=base_bid * (level + 1), venue=venue)
+        for level, venue in zip(range(BOOK_LEVELS), _venues(), strict=False)
+        if quote.bid - level * BOOK_TICK > 0
+    ]
+    asks = [
+        BookLevel(price=round(quote.ask + level * BOOK_TICK, 4), size=base_ask * (level + 1), venue=venue)
+        for level, venue in zip(range(BOOK_LEVELS), _venues(), strict=False)
+        if quote.ask > 0
+    ]
+    return OrderBook(symbol=quote.symbol, bids=bids, asks=asks, time=quote.time)
+
+
+def _venues() -> Iterator[str]:
+    while True:
+        yield from BOOK_VENUES
 
 
 # --- account events ----------------------------------------------------------------------------
@@ -202,7 +230,7 @@ class PaperQuoteConnection:
             if self._closed:  # closed meanwhile: the next connection subscribes afresh
                 return
             try:
-                self._market.instrument(symbol)
+                self._market.instrument(book_symbol(symbol) or symbol)
             except NotFound:
                 self._errors.append(SymbolError(symbol, "unknown symbol"))
                 self._wake.set()
@@ -263,7 +291,7 @@ class PaperQuoteConnection:
         """Let the market prepare a symbol's quote, yielding to the event loop after each step."""
         if self._warm_up is None:
             return
-        for _ in self._warm_up(symbol):
+        for _ in self._warm_up(book_symbol(symbol) or symbol):
             await asyncio.sleep(0)
             if self._closed:
                 return
@@ -272,8 +300,9 @@ class PaperQuoteConnection:
         """Return the symbol's quote if it is subscribed and changed since last sent, or its error."""
         if symbol not in self._subscribed:
             return None
+        booked = book_symbol(symbol)
         try:
-            quote = self._market.quote(symbol)
+            quote = self._market.quote(booked or symbol)
         except NotFound:  # delisted since the subscribe (an option that expired)
             self._subscribed.pop(symbol, None)
             self._last_sent.pop(symbol, None)
@@ -282,7 +311,7 @@ class PaperQuoteConnection:
         if self._last_sent.get(symbol) == content:
             return None
         self._last_sent[symbol] = content
-        return quote
+        return simulated_book(quote) if booked is not None else quote
 
     async def _sleep_until(self, deadline: float) -> None:
         """Sleep on the clock until ``deadline``, waking early for a subscribe or a close."""

@@ -21,7 +21,9 @@ from typing import Annotated, Any, Literal
 from aiohttp import WSCloseCode, WSMsgType, web
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from ftdesk.brokers.base import book_key, book_symbol
 from ftdesk.domain import errors as e
+from ftdesk.domain.market import OrderBook
 from ftdesk.service.errors import spec_for
 from ftdesk.service.json_input import MAX_JSON_DEPTH, MAX_WS_MESSAGE_BYTES, parse_json
 from ftdesk.service.routes.common import Symbol, context
@@ -79,6 +81,14 @@ class QuoteStreamQuery(QueryModel):
             "with POST /streaming/subscribe and /streaming/unsubscribe, including later changes."
         ),
     )
+    depth: bool = Field(
+        default=False,
+        description=(
+            "Also stream each symbol's order book (level 2) as `book` events: Fidelity's MDDS virtual book "
+            "(up to 25 levels a side), the paper broker's simulated book. Books are shared between streams like "
+            "quotes: one upstream subscription per symbol, whoever asks."
+        ),
+    )
 
 
 class SymbolsBody(BodyModel):
@@ -129,6 +139,7 @@ class WsClientMessage(BaseModel):
 
     action: Literal["subscribe", "unsubscribe", "ping"]
     symbols: list[Symbol] = Field(default_factory=list, max_length=MAX_STREAM_SYMBOLS)
+    depth: bool = False
 
     @model_validator(mode="after")
     def _symbols_for_subscriptions(self) -> WsClientMessage:
@@ -145,7 +156,7 @@ class SharedQuotes:
 
     def __init__(self, hub: QuoteHub) -> None:
         self.consumer = hub.open_consumer("shared")
-        self._followers: set[QuoteConsumer] = set()
+        self._followers: dict[QuoteConsumer, bool] = {}  # follower -> whether it also holds the books
 
     @property
     def symbols(self) -> list[str]:
@@ -162,8 +173,8 @@ class SharedQuotes:
                 [("symbols", f"would make the shared set larger than {MAX_STREAM_SYMBOLS} symbols")],
             )
         added = self.consumer.acquire(symbols)
-        for follower in self._followers:
-            follower.acquire(added)
+        for follower, depth in self._followers.items():
+            follower.acquire(with_books(added, depth))
         return SubscribeResult(added=added, already_held=[s for s in symbols if s in held], symbols=self.symbols)
 
     def remove(self, symbols: list[str]) -> UnsubscribeResult:
@@ -171,19 +182,34 @@ class SharedQuotes:
         symbols = normalize_symbols(symbols)
         removed = self.consumer.release(symbols)
         for follower in self._followers:
-            follower.release(removed)
+            follower.release(with_books(removed, True))
         return UnsubscribeResult(
             removed=removed, not_held=[s for s in symbols if s not in removed], symbols=self.symbols
         )
 
-    def follow(self, consumer: QuoteConsumer) -> None:
-        """Make a consumer hold the shared set now and after every change."""
-        consumer.acquire(self.symbols)
-        self._followers.add(consumer)
+    def follow(self, consumer: QuoteConsumer, *, depth: bool = False) -> None:
+        """Make a consumer hold the shared set (and with ``depth`` its books) now and after every change."""
+        consumer.acquire(with_books(self.symbols, depth))
+        self._followers[consumer] = depth
 
     def unfollow(self, consumer: QuoteConsumer) -> None:
         """Stop changing a consumer with the shared set."""
-        self._followers.discard(consumer)
+        self._followers.pop(consumer, None)
+
+
+def with_books(symbols: list[str], depth: bool) -> list[str]:
+    """Return the symbols followed, with ``depth``, by the book key of each."""
+    return symbols + [book_key(symbol) for symbol in symbols] if depth else list(symbols)
+
+
+def plain_symbols(keys: list[str]) -> list[str]:
+    """Return the symbols among held keys (book keys left out)."""
+    return [key for key in keys if book_symbol(key) is None]
+
+
+def book_symbols(keys: list[str]) -> list[str]:
+    """Return the symbols whose book is among held keys."""
+    return [symbol for key in keys if (symbol := book_symbol(key)) is not None]
 
 
 # Keyed by hub rather than stored on the app: the app is frozen once it serves, and the set is opened lazily.
@@ -210,7 +236,10 @@ def stream_state(hub: QuoteHub) -> StreamState:
 
 
 def symbol_error(item: QuoteError) -> dict[str, Any]:
-    """Return the error object of a refused symbol."""
+    """Return the error object of a refused symbol (or of its book: then ``book`` is true)."""
+    book = book_symbol(item.symbol)
+    if book is not None:
+        return {"code": SYMBOL_UNAVAILABLE, "symbol": book, "book": True, "message": item.message}
     return {"code": SYMBOL_UNAVAILABLE, "symbol": item.symbol, "message": item.message}
 
 
@@ -229,11 +258,23 @@ class QuoteJson:
     def __init__(self) -> None:
         self._sse: dict[str, tuple[QuoteItem, str]] = {}
         self._ws: dict[str, tuple[QuoteItem, str]] = {}
+        self._books: dict[str, tuple[OrderBook, str, str]] = {}  # symbol -> (book, SSE data, WS frame)
+
+    def _book(self, item: OrderBook) -> tuple[OrderBook, str, str]:
+        cached = self._books.get(item.symbol)
+        if cached is None or cached[0] is not item:
+            if len(self._books) >= QUOTE_JSON_CAPACITY:
+                self._books.clear()
+            data = item.model_dump(mode="json")
+            cached = self._books[item.symbol] = (item, _json(data), _json({"type": "book", **data}))
+        return cached
 
     def sse_frame(self, item: QuoteItem) -> tuple[str, str]:
         """Return the SSE event name and data of an item."""
         if isinstance(item, QuoteError):
             return "error", _json(symbol_error(item))
+        if isinstance(item, OrderBook):
+            return "book", self._book(item)[1]
         cached = self._sse.get(item.symbol)
         if cached is None or cached[0] is not item:
             if len(self._sse) >= QUOTE_JSON_CAPACITY:
@@ -245,6 +286,8 @@ class QuoteJson:
         """Return the WebSocket text frame of an item."""
         if isinstance(item, QuoteError):
             return _json({"type": "error", **symbol_error(item)})
+        if isinstance(item, OrderBook):
+            return self._book(item)[2]
         cached = self._ws.get(item.symbol)
         if cached is None or cached[0] is not item:
             if len(self._ws) >= QUOTE_JSON_CAPACITY:
@@ -342,8 +385,12 @@ A `text/event-stream` of frames separated by a blank line. The first line of the
   update or heartbeat (so within {HEARTBEAT_SECONDS:g} s).
 - `event: quote`: `data` is one quote object (`symbol`, `last`, `bid`, `ask` and the other quote fields).
   Quotes are conflated: a client that reads slowly gets the latest quote of each symbol, never a backlog.
+- `event: book` (with `depth=true`): `data` is the symbol's order book, `{{"symbol", "bids": [{{"price", "size",
+  "venue", "time"}}, ...], "asks": [...], "time"}}`, best level first (bids highest, asks lowest), up to 25 a
+  side. Books are conflated like quotes: each `book` event is the whole current book, never a delta.
 - `event: error`: `data` is `{{"code": "{SYMBOL_UNAVAILABLE}", "symbol", "message"}}`: the upstream refused a
-  symbol (unknown, delisted); the other symbols keep streaming.
+  symbol (unknown, delisted); the other symbols keep streaming. For a refused book, `data` also has
+  `"book": true` (the quote may still stream).
 - `: heartbeat` (a comment line) after {HEARTBEAT_SECONDS:g} s without an event, so proxies and clients see
   the connection alive.
 
@@ -372,7 +419,8 @@ async def stream_quotes(call: Call[None, QuoteStreamQuery]) -> web.StreamRespons
     """Stream real-time quotes as Server-Sent Events until the client disconnects or the service stops.
 
     With `symbols` the stream carries those symbols (at most 200); without it, it follows the shared set of
-    POST /streaming/subscribe and /streaming/unsubscribe, changes included. No brokerage session is needed to
+    POST /streaming/subscribe and /streaming/unsubscribe, changes included. With `depth=true` it also carries
+    each symbol's order book (level 2) as `book` events. No brokerage session is needed to
     connect: before login the stream sends its status and heartbeats, and quotes start after login. Browsers
     that cannot set the Authorization header pass the key as `api_key` in the query.
 
@@ -385,9 +433,9 @@ async def stream_quotes(call: Call[None, QuoteStreamQuery]) -> web.StreamRespons
     try:
         if call.query.symbols is None:
             shared = shared_quotes(hub)
-            shared.follow(consumer)
+            shared.follow(consumer, depth=call.query.depth)
         else:
-            consumer.acquire(call.query.symbols)
+            consumer.acquire(with_books(normalize_symbols(call.query.symbols), call.query.depth))
         response = web.StreamResponse(headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
         response.content_type = "text/event-stream"
         response.charset = "utf-8"
@@ -595,7 +643,7 @@ def _ws_reply(consumer: QuoteConsumer, text: str) -> dict[str, Any]:
     if message.action == "ping":
         return {"type": "pong"}
     if message.action == "subscribe":
-        if len(set(consumer.symbols) | set(message.symbols)) > MAX_STREAM_SYMBOLS:
+        if len(set(plain_symbols(consumer.symbols)) | set(message.symbols)) > MAX_STREAM_SYMBOLS:
             return _error_frame(
                 e.ValidationFailed.for_fields(
                     f"One WebSocket may hold at most {MAX_STREAM_SYMBOLS} symbols; unsubscribe some first",
@@ -603,10 +651,20 @@ def _ws_reply(consumer: QuoteConsumer, text: str) -> dict[str, Any]:
                     location="message",
                 )
             )
-        changed = consumer.acquire(message.symbols)
+        changed = consumer.acquire(with_books(normalize_symbols(message.symbols), message.depth))
+    elif message.depth:  # only the books: the quotes stay
+        changed = consumer.release([book_key(symbol) for symbol in normalize_symbols(message.symbols)])
     else:
-        changed = consumer.release(message.symbols)
-    return {"type": "ack", "action": message.action, "symbols": changed, "subscribed": consumer.symbols}
+        changed = consumer.release(with_books(normalize_symbols(message.symbols), True))
+    held = consumer.symbols
+    return {
+        "type": "ack",
+        "action": message.action,
+        "symbols": plain_symbols(changed),
+        "books": book_symbols(changed),
+        "subscribed": plain_symbols(held),
+        "depth": book_symbols(held),
+    }
 
 
 class _WsQuotes:
@@ -664,9 +722,12 @@ Switching Protocols: the WebSocket is open. All frames are JSON text frames.
 
 Client frames (each is answered, and a bad one never closes the connection):
 - `{{"action": "subscribe", "symbols": ["AAPL", ...]}}` -> `{{"type": "ack", "action": "subscribe",
-  "symbols": [newly added], "subscribed": [all held]}}`; the current quote of each new symbol follows.
+  "symbols": [newly added], "books": [], "subscribed": [all held], "depth": [symbols whose book is held]}}`; the
+  current quote of each new symbol follows. With `"depth": true` the order book (level 2) of each symbol is
+  held too (`books` lists the new ones) and streams as `book` frames.
 - `{{"action": "unsubscribe", "symbols": [...]}}` -> `{{"type": "ack", "action": "unsubscribe",
-  "symbols": [removed], "subscribed": [...]}}`.
+  "symbols": [removed], "books": [books removed], "subscribed": [...], "depth": [...]}}`: a symbol goes with its
+  book. With `"depth": true` only the books go and the quotes stay.
 - `{{"action": "ping"}}` -> `{{"type": "pong"}}`.
 - Not JSON -> `{{"type": "error", "code": "MALFORMED_REQUEST", "message"}}`; an unknown action, a missing or
   malformed symbol, a wrong JSON type (`"symbols": "AAPL"`), an unknown field, more than {MAX_STREAM_SYMBOLS}
@@ -679,7 +740,11 @@ Server frames:
 - `{{"type": "status", "state", "description", "since", "last_error"}}`: first, then when the upstream state
   changed (within {HEARTBEAT_SECONDS:g} s).
 - `{{"type": "quote", "symbol", "last", "bid", "ask", ...}}`: the latest quote of a held symbol (conflated).
-- `{{"type": "error", "code": "{SYMBOL_UNAVAILABLE}", "symbol", "message"}}`: the upstream refused a symbol.
+- `{{"type": "book", "symbol", "bids": [{{"price", "size", "venue", "time"}}, ...], "asks": [...], "time"}}`: the
+  whole current order book of a symbol held with depth, best level first (conflated like quotes). Books are
+  shared between connections like quotes: one upstream subscription per symbol.
+- `{{"type": "error", "code": "{SYMBOL_UNAVAILABLE}", "symbol", "message"}}`: the upstream refused a symbol
+  (`"book": true` when it refused only the symbol's book).
 
 The server pings every {HEARTBEAT_SECONDS:g} s (WebSocket ping frames) and closes with 1001 (going away)
 when the service stops, and with 1011 (internal error) if the connection hits an unexpected failure (logged
@@ -813,6 +878,7 @@ async def subscriptions(call: Call[None, None]) -> list[SymbolSubscription]:
     `refcount` counts the consumers holding the symbol (each SSE stream, WebSocket and the shared set count
     once; an SSE stream without `symbols` holds the shared symbols itself too), `kinds` names their kinds.
     A symbol nobody holds any more stays listed with `refcount` 0 until its delayed upstream unsubscribe.
+    An order book held with depth is listed as `SYMBOL#BOOK`, with its own refcount (books are shared like quotes).
     """
     return context(call).quotes.subscriptions()
 
