@@ -293,7 +293,7 @@ SETTINGS: tuple[SettingSpec, ...] = (
         "beps_token",
         None,
         _parse_optional_text,
-        "JWT for the BEPS account-event stream (enables it).",
+        "JWT for the BEPS account-event stream (overrides the token fetched at login; not renewed).",
         "a token",
         secret=True,
         file_allowed=False,

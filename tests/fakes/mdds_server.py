@@ -292,8 +292,8 @@ class FakeMdds:
         elif command.get("Command") == "subscribe_virtualbook":
             await self._subscribe_book(session, command)
         elif command.get("Command") == "unsubscribe_virtualbook":
-            gone = str(command.get("Symbol", ""))
-            session.books = {request: wire for request, wire in session.books.items() if wire != gone}
+            book = str(command.get("Symbol", ""))
+            session.books = {request: wire for request, wire in session.books.items() if wire != book}
         elif command.get("Command") == "unsubscribe":
             if "Request" in command:
                 session.requests.pop(str(command["Request"]), None)
