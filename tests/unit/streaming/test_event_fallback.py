@@ -13,7 +13,7 @@ from ftdesk.domain.events import AccountEvent, EventCategory
 from ftdesk.streaming.events import AccountEventHub, EventConsumer
 from ftdesk.streaming.models import HubState
 from tests.fakes.clock import ManualClock
-from tests.unit.streaming.helpers import settle
+from tests.fakes.stepping import settle
 
 BACKOFF = (1.0,)
 INTERVAL = 5.0
