@@ -38,11 +38,19 @@ class WatchedClock(ManualClock):
     def __init__(self) -> None:
         super().__init__()
         self._slept = asyncio.Event()
+        self.requested: list[float] = []  # every sleep asked for, in seconds
 
     async def sleep(self, seconds: float) -> None:
-        """Sleep as ``ManualClock`` does, telling ``sleeping()`` about it."""
+        """Sleep as ``ManualClock`` does, telling ``sleeping()`` and ``asked_to_sleep()`` about it."""
+        self.requested.append(seconds)
         self._slept.set()
         await super().sleep(seconds)
+
+    async def asked_to_sleep(self, low: float, high: float) -> None:
+        """Return once someone has asked to sleep between ``low`` and ``high`` seconds."""
+        while not any(low <= seconds <= high for seconds in self.requested):
+            self._slept.clear()
+            await self._slept.wait()
 
     async def sleeping(self, more_than: int = 0) -> None:
         """Return once more than ``more_than`` coroutines sleep on this clock."""

@@ -47,13 +47,13 @@ MAX_RETRY_AFTER = 300.0
 class TokenBucket:
     """A token bucket on a ``Clock``: ``burst`` calls at once, then ``rate`` per second, first come first served."""
 
-    def __init__(self, rate: float, burst: int, clock: Clock, *, full: bool = True) -> None:
+    def __init__(self, rate: float, burst: int, clock: Clock, *, tokens: float | None = None) -> None:
         if rate <= 0 or burst < 1:
             raise ValueError("rate must be positive and burst at least 1")
         self._rate = rate
         self._burst = float(burst)
         self._clock = clock
-        self._tokens = float(burst) if full else 0.0
+        self._tokens = float(burst) if tokens is None else min(tokens, float(burst))
         self._stamp = clock.monotonic()
         self._lock = asyncio.Lock()
 
@@ -174,7 +174,8 @@ class ReadBudget:
         new_rate = max(MIN_READ_RATE, current * DECREASE_FACTOR)
         self._step = max(MIN_READ_RATE, self._restore_to / 10)
         self._stepped_at = max(now, self._paused_until)
-        self._bucket = TokenBucket(new_rate, max(1, math.floor(new_rate)), self._clock, full=False)
+        # One read may go as soon as the pause ends (the pause spaced it); the rest at the new rate.
+        self._bucket = TokenBucket(new_rate, max(1, math.floor(new_rate)), self._clock, tokens=1.0)
 
     def _recover(self, now: float) -> None:
         if not self._limited or now - self._stepped_at < RECOVERY_INTERVAL:
@@ -188,7 +189,7 @@ class ReadBudget:
             self._limited = False
             self._bucket = self._ceiling_bucket()
             return
-        self._bucket = TokenBucket(rate, max(1, math.floor(rate)), self._clock, full=False)
+        self._bucket = TokenBucket(rate, max(1, math.floor(rate)), self._clock, tokens=0.0)
 
     def _ceiling_bucket(self) -> TokenBucket | None:
         ceiling = self._ceiling
