@@ -386,3 +386,11 @@ async def test_requests_the_http_parser_refuses_answer_in_the_envelope_without_e
         assert secret not in answer.decode("latin-1")
         assert secret not in caplog.text
     assert [r for r in caplog.records if r.levelno >= logging.WARNING] == []
+
+
+async def test_the_depth_parameter_of_a_quote_stream_takes_only_true_or_false(service) -> None:
+    async with service.http.get(
+        service.url(f"{API}/streaming/quotes?symbols=AAPL&depth=0"), headers=service.auth
+    ) as response:
+        answer = await response.json()
+    assert response.status == 422 and [d["field"] for d in answer["error"]["details"]] == ["depth"]

@@ -27,7 +27,7 @@ from ftdesk.domain.market import OrderBook
 from ftdesk.service.errors import spec_for
 from ftdesk.service.json_input import MAX_JSON_DEPTH, MAX_WS_MESSAGE_BYTES, parse_json
 from ftdesk.service.routes.common import Symbol, context
-from ftdesk.service.routing import BodyModel, Call, QueryModel, RouteTable, validate_json
+from ftdesk.service.routing import BodyModel, Call, QueryBool, QueryModel, RouteTable, validate_json
 from ftdesk.streaming.events import EVENT_STATE_DESCRIPTIONS, AccountEventHub, EventConsumer, EventHubStatus
 from ftdesk.streaming.hub import QuoteConsumer, QuoteHub, normalize_symbols
 from ftdesk.streaming.models import (
@@ -81,12 +81,12 @@ class QuoteStreamQuery(QueryModel):
             "with POST /streaming/subscribe and /streaming/unsubscribe, including later changes."
         ),
     )
-    depth: bool = Field(
+    depth: QueryBool = Field(
         default=False,
         description=(
-            "Also stream each symbol's order book (level 2) as `book` events: Fidelity's MDDS virtual book "
-            "(up to 25 levels a side), the paper broker's simulated book. Books are shared between streams like "
-            "quotes: one upstream subscription per symbol, whoever asks."
+            "true or false. Also stream each symbol's order book (level 2) as `book` events: Fidelity's MDDS "
+            "virtual book (up to 25 levels a side), the paper broker's simulated book. Books are shared between "
+            "streams like quotes: one upstream subscription per symbol, whoever asks."
         ),
     )
 
