@@ -52,6 +52,10 @@ class ValidationFailed(FtdeskError):
         return error
 
 
+class JsonShapeInvalid(ValidationFailed):
+    """The JSON is readable but not of the declared shape: a wrong JSON type, nesting too deep, a number too large."""
+
+
 class NotFound(FtdeskError):
     """The path, account, order, note or symbol does not exist."""
 

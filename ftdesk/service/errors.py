@@ -52,8 +52,17 @@ ERROR_TABLE: dict[type[e.FtdeskError], ErrorSpec] = {
     e.ValidationFailed: ErrorSpec(
         "VALIDATION_ERROR",
         422,
-        "A field is invalid (a wrong value or JSON type, nesting too deep, a number too large); details list each "
-        "bad field with the reason.",
+        "A field's value is not acceptable (missing, out of range, not one of the allowed values, or inconsistent "
+        "with another field); details list each bad field with the reason.",
+    ),
+    # The same code as a bad value, with 400: the JSON itself is not what the schema declares (the issue of a
+    # script sending "10" for a number, or a hostile document), so it is refused as a bad request.
+    e.JsonShapeInvalid: ErrorSpec(
+        "VALIDATION_ERROR",
+        400,
+        "The JSON is not of the declared types or past the input limits: a string where a number belongs, a "
+        "number where a boolean belongs, nesting deeper than 64 levels, a number too large; details name each "
+        "place (`details[].type` e.g. `float_type`, `bool_type`, `json_too_deep`, `number_too_large`).",
     ),
     e.IdempotencyKeyReused: ErrorSpec(
         "IDEMPOTENCY_KEY_REUSED", 422, "The Idempotency-Key was used before with a different body."

@@ -88,20 +88,20 @@ def _check(document: Any, location: str) -> None:
         stack.extend(reversed(children))
 
 
-def _failure(message: str, field: str, location: str, problem: str, kind: str) -> e.ValidationFailed:
-    return e.ValidationFailed(
+def _failure(message: str, field: str, location: str, problem: str, kind: str) -> e.JsonShapeInvalid:
+    return e.JsonShapeInvalid(
         message, details=[{"field": field, "location": location, "message": problem, "type": kind}]
     )
 
 
-def too_deep(location: str) -> e.ValidationFailed:
+def too_deep(location: str) -> e.JsonShapeInvalid:
     """Return the error of a document nested deeper than ``MAX_JSON_DEPTH``."""
     problem = f"nested too deeply: arrays and objects may be nested at most {MAX_JSON_DEPTH} levels deep"
     return _failure(f"Invalid {location}: {problem}", location, location, problem, "json_too_deep")
 
 
 def parse_json(raw: bytes | str, *, location: str, what: str) -> Any:
-    """Parse client JSON within the limits; raise ``MalformedRequest`` or ``ValidationFailed`` naming the place.
+    """Parse client JSON within the limits; raise ``MalformedRequest`` or ``JsonShapeInvalid`` naming the place.
 
     ``what`` names the document in messages ("request body", "frame"); ``location`` is the ``location`` of the
     error details ("body", "message"). A UTF-8 byte order mark before the document is accepted.

@@ -28,7 +28,7 @@ WebSocket for real-time quotes and account events.
 **Envelope.** Every JSON response is `{"ok": true, "data": ..., "error": null}` on success and
 `{"ok": false, "data": null, "error": {"code", "message", "details"}}` on failure, with the HTTP status of
 the error code (listed under each operation). Every response carries `X-Request-ID` (send your own to
-correlate; otherwise one is generated). Validation failures (`VALIDATION_ERROR`, 422) list each bad field
+correlate; otherwise one is generated). Validation failures (`VALIDATION_ERROR`, 400 or 422, below) list each bad field
 in `details` as `{field, location, message, type}`.
 
 **Authentication.** Send `Authorization: Bearer <API key>` on every request except `GET /api/v1/health`
@@ -63,9 +63,11 @@ its query string, and each header, may be at most {MAX_LINE_BYTES} bytes: longer
 (400), as is anything that is not valid HTTP, on every operation; that answer never repeats the request
 (its query may hold `api_key`).
 
-**Status of validation errors.** `VALIDATION_ERROR` is always 422: the request was readable but a value is
-not acceptable. 400 is `MALFORMED_REQUEST`, a request that could not be read at all. One status per code,
-as every operation below lists them.
+**Status of validation errors.** `VALIDATION_ERROR` is 400 when a body's JSON is not of the declared
+shape (a wrong JSON type, nesting or a number past the limits above) and 422 when the JSON is well formed but
+a value is not acceptable (missing, out of range, not allowed, inconsistent with another field); either way
+`details` name each place. Switch on `error.code`, not the status: 400 is also `MALFORMED_REQUEST`, a request
+that could not be read at all.
 """
 )
 
@@ -119,6 +121,8 @@ def _error_classes(endpoint: Endpoint) -> list[type[e.FtdeskError]]:
         classes.append(e.ApiKeyInvalid)
     if endpoint.query is not None or endpoint.body is not None or endpoint.kind == "json":
         classes.append(e.ValidationFailed)
+    if endpoint.body is not None:
+        classes.append(e.JsonShapeInvalid)
     if endpoint.needs_session:
         classes += [e.AuthRequired, e.SessionExpired, e.BrokerError]
     classes += list(endpoint.errors)

@@ -28,6 +28,7 @@ from pydantic import (
     model_validator,
 )
 from pydantic.alias_generators import to_camel, to_snake
+from pydantic_core import PydanticCustomError
 
 from ftdesk.domain.order_actions import LEG_ACTION_OF, LEG_WORDS, ActionKind, Side, describe, leg_intent
 from ftdesk.domain.orders import (
@@ -55,13 +56,13 @@ from ftdesk.service.routing import BodyModel
 
 def _not_a_bool(value: Any) -> Any:
     if isinstance(value, bool):
-        raise ValueError("must be a number, not true or false")
+        raise PydanticCustomError("json_type", "must be a number, not true or false")
     return value
 
 
 def _a_json_number(value: Any) -> Any:
     if isinstance(value, str):
-        raise ValueError("must be a JSON number, not a string")
+        raise PydanticCustomError("json_type", "must be a JSON number, not a string")
     return _not_a_bool(value)
 
 

@@ -198,9 +198,30 @@ def _validation_details(exc: ValidationError, location: str) -> list[dict[str, A
     return details
 
 
-def _failed(exc: ValidationError, location: str) -> e.ValidationFailed:
+JSON_TYPE_ERRORS = frozenset(
+    {
+        "bool_type",
+        "decimal_type",
+        "dict_type",
+        "float_type",
+        "int_type",
+        "json_type",
+        "list_type",
+        "model_attributes_type",
+        "model_type",
+        "set_type",
+        "string_type",
+        "tuple_type",
+    }
+)
+"""pydantic's error types for a JSON value of the wrong JSON type (plus ``json_type``, raised by our validators)."""
+
+
+def _failed(exc: ValidationError, location: str, *, from_json: bool = False) -> e.ValidationFailed:
     details = _validation_details(exc, location)
     fields = ", ".join(sorted({d["field"] for d in details}))
+    if from_json and any(d["type"] in JSON_TYPE_ERRORS for d in details):
+        return e.JsonShapeInvalid(f"Invalid {location}: {fields}", details=details)
     return e.ValidationFailed(f"Invalid {location}: {fields}", details=details)
 
 
@@ -221,7 +242,7 @@ def validate_json(model: type[BaseModel], document: Any, location: str) -> BaseM
     try:
         return model.model_validate_json(json.dumps(document, allow_nan=False))
     except ValidationError as exc:
-        raise _failed(exc, location) from None
+        raise _failed(exc, location, from_json=True) from None
 
 
 class ClientDisconnected(e.MalformedRequest):

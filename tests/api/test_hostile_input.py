@@ -59,14 +59,14 @@ async def test_nesting_up_to_the_limit_is_read_and_one_level_more_is_refused(ser
 
     body = '{"name": "a", "qty": 1, "side": "B", "extra": ' + nested(MAX_JSON_DEPTH) + "}"
     status, answer = await post_raw(service, f"{API}/_test/echo", body)
-    assert status == 422 and answer["error"]["code"] == "VALIDATION_ERROR"
+    assert status == 400 and answer["error"]["code"] == "VALIDATION_ERROR"
     assert only_detail(answer)["type"] == "json_too_deep" and str(MAX_JSON_DEPTH) in answer["error"]["message"]
 
 
 @pytest.mark.parametrize("depth", [200, 5_000, 200_000])
 async def test_far_too_deep_bodies_are_a_validation_error_not_a_crash(service, depth: int) -> None:
     status, answer = await post_raw(service, f"{API}/_test/echo", nested(depth))
-    assert status == 422 and only_detail(answer)["type"] == "json_too_deep"
+    assert status == 400 and only_detail(answer)["type"] == "json_too_deep"
 
 
 @pytest.mark.parametrize(
@@ -80,7 +80,7 @@ async def test_far_too_deep_bodies_are_a_validation_error_not_a_crash(service, d
 )
 async def test_numbers_too_large_are_refused_naming_the_field(service, literal: str, shown: str) -> None:
     status, answer = await post_raw(service, f"{API}/_test/echo", '{"name": "a", "side": "B", "qty": ' + literal + "}")
-    assert status == 422 and answer["error"]["code"] == "VALIDATION_ERROR"
+    assert status == 400 and answer["error"]["code"] == "VALIDATION_ERROR"
     detail = only_detail(answer)
     assert detail == {
         "field": "qty",
@@ -97,7 +97,7 @@ async def test_a_huge_number_deep_inside_a_body_is_named_by_its_path(service) ->
     body = {"acct_num": acct, "legs": [{"symbol": "AAPL", "qty": 1}, {"symbol": "MSFT", "qty": 1}]}
     text = json.dumps(body).replace('"qty": 1}]', '"qty": ' + "7" * 4400 + "}]")
     status, answer = await post_raw(service, f"{API}/orders/conditional/preview", text)
-    assert status == 422 and only_detail(answer)["field"] == "legs.1.qty"
+    assert status == 400 and only_detail(answer)["field"] == "legs.1.qty"
 
 
 @pytest.mark.parametrize("literal", ["NaN", "Infinity", "-Infinity"])
@@ -153,7 +153,7 @@ async def test_a_number_sent_as_a_string_is_refused_naming_the_field(service) ->
     acct = await individual_account(service)
     body = {"acctNum": acct, "symbol": "AAPL", "orderActionCode": "B", "qty": "10", "priceTypeCode": "M"}
     status, answer = await service.call("POST", f"{API}/orders/equity/preview", json={**body, "tifCode": "D"})
-    assert status == 422 and answer["error"]["code"] == "VALIDATION_ERROR"
+    assert status == 400 and answer["error"]["code"] == "VALIDATION_ERROR"
     assert [d["field"] for d in answer["error"]["details"]] == ["qty"]
 
     status, answer = await service.call("POST", f"{API}/orders/equity/preview", json={**body, "qty": 10.0})
@@ -161,14 +161,14 @@ async def test_a_number_sent_as_a_string_is_refused_naming_the_field(service) ->
     status, answer = await service.call(
         "POST", f"{API}/alerts/price-triggers", json={"symbol": "AAPL", "direction": "ABOVE", "price": "200.5"}
     )
-    assert status == 422 and [d["field"] for d in answer["error"]["details"]] == ["price"]
+    assert status == 400 and [d["field"] for d in answer["error"]["details"]] == ["price"]
 
 
 @pytest.mark.parametrize("value", [0, 1, "true", "yes", None])
 async def test_a_boolean_must_be_true_or_false(service, value: object) -> None:
     body = {"username": "trader", "password": "paper-pass", "remember": value}
     status, answer = await service.call("POST", f"{API}/auth/login", json=body)
-    assert status == 422 and [d["field"] for d in answer["error"]["details"]] == ["remember"], answer
+    assert status == 400 and [d["field"] for d in answer["error"]["details"]] == ["remember"], answer
     assert service.context.session.state.value == "logged_out"
 
 

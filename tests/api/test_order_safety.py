@@ -487,7 +487,6 @@ async def test_keys_and_the_journal_survive_a_restart(start_service, clock) -> N
         ({"priceTypeCode": "S"}, "limitPrice"),  # a stop order with a limit price and no stop price
         ({"qty": -5}, "qty"),
         ({"qty": 1.5}, "qty"),
-        ({"qty": True}, "qty"),
         ({"orderActionCode": "BUY"}, "orderActionCode"),
         ({"limitPrice": 1e9}, "limitPrice"),
         ({"symbol": "AA PL"}, "symbol"),
@@ -495,12 +494,26 @@ async def test_keys_and_the_journal_survive_a_restart(start_service, clock) -> N
     ],
 )
 async def test_invalid_orders_are_422_and_never_reach_the_broker(live, change: dict[str, Any], field: str) -> None:
+    await assert_refused_before_the_broker(live, change, field, 422)
+
+
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [({"qty": True}, "qty"), ({"qty": "10"}, "qty"), ({"limitPrice": "1.50"}, "limitPrice")],
+)
+async def test_orders_of_the_wrong_json_types_are_400_and_never_reach_the_broker(
+    live, change: dict[str, Any], field: str
+) -> None:
+    await assert_refused_before_the_broker(live, change, field, 400)
+
+
+async def assert_refused_before_the_broker(live, change: dict[str, Any], field: str, expected: int) -> None:
     spy = spy_on(live, "preview_equity_order", *PLACE_METHODS)
     acct = await individual_account(live)
     body = {k: v for k, v in {**(await resting_buy(live, acct)), **change}.items() if v is not None}
     for kind, extra in (("preview", {}), ("place", {"confNum": "AAAAAAAA"})):
         status, answer = await live.call("POST", f"{API}/orders/equity/{kind}", json={**body, **extra})
-        error = assert_error((status, answer), 422, "VALIDATION_ERROR")
+        error = assert_error((status, answer), expected, "VALIDATION_ERROR")
         assert field in {d["field"] for d in error["details"]}, error
     assert sum(spy.calls.values()) == 0
     assert await journal(live) == []

@@ -280,19 +280,21 @@ async def test_unknown_note_is_404(service) -> None:
 
 
 @pytest.mark.parametrize(
-    ("method", "body", "fields"),
+    ("method", "body", "fields", "status"),
     [
-        ("POST", {}, {"note"}),
-        ("POST", {"note": ""}, {"note"}),
-        ("POST", {"note": "x", "title": "t" * 201}, {"title"}),
-        ("POST", {"note": "x", "tags": ["a"]}, {"tags"}),
-        ("PUT", {"title": "only a title"}, {"note"}),
-        ("PUT", {"note": 42}, {"note"}),
+        ("POST", {}, {"note"}, 422),
+        ("POST", {"note": ""}, {"note"}, 422),
+        ("POST", {"note": "x", "title": "t" * 201}, {"title"}, 422),
+        ("POST", {"note": "x", "tags": ["a"]}, {"tags"}, 422),
+        ("PUT", {"title": "only a title"}, {"note"}, 422),
+        ("PUT", {"note": 42}, {"note"}, 400),  # a JSON number where text belongs: the wrong JSON type
     ],
 )
-async def test_bad_note_body_is_422_naming_the_field(service, method: str, body: dict, fields: set[str]) -> None:
+async def test_bad_note_body_is_a_validation_error_naming_the_field(
+    service, method: str, body: dict, fields: set[str], status: int
+) -> None:
     path = "/api/v1/research/notebooks" + ("/N0000000000" if method == "PUT" else "")
-    err = await error(service, method, path, 422, "VALIDATION_ERROR", json=body)
+    err = await error(service, method, path, status, "VALIDATION_ERROR", json=body)
     assert bad_fields(err) == fields
 
 

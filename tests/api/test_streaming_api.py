@@ -338,9 +338,14 @@ async def test_subscribe_unsubscribe_subscriptions_and_status_round_trip(start_s
     msft = next(s for s in body["data"] if s["symbol"] == "MSFT")
     assert msft["refcount"] == 0 and msft["unsubscribe_in_seconds"] > 0, "the upstream unsubscribe is delayed"
 
-    for bad in ({"symbols": []}, {"symbols": "AAPL"}, {"symbols": [f"S{i}" for i in range(201)]}):
+    # Text where an array belongs is JSON of the wrong type (400); an empty or too long list a bad value (422).
+    for bad, expected in (
+        ({"symbols": []}, 422),
+        ({"symbols": "AAPL"}, 400),
+        ({"symbols": [f"S{i}" for i in range(201)]}, 422),
+    ):
         status, body = await service.call("POST", "/api/v1/streaming/subscribe", json=bad)
-        assert status == 422 and body["error"]["code"] == "VALIDATION_ERROR"
+        assert status == expected and body["error"]["code"] == "VALIDATION_ERROR"
 
 
 async def test_after_clients_disconnect_every_refcount_returns_to_zero(start_service) -> None:

@@ -88,19 +88,21 @@ async def test_watchlist_errors(service) -> None:
 
 
 @pytest.mark.parametrize(
-    ("body", "fields"),
+    ("body", "fields", "status"),
     [
-        ({"symbols": ["AAPL"]}, {"name"}),
-        ({"name": ""}, {"name"}),
-        ({"name": "x" * 101}, {"name"}),
-        ({"name": "Tech", "symbols": "AAPL"}, {"symbols"}),
-        ({"name": "Tech", "symbols": ["AAPL", ""]}, {"symbols.1"}),
-        ({"name": "Tech", "symbols": ["S"] * 501}, {"symbols"}),
-        ({"name": "Tech", "id": "W1"}, {"id"}),
+        ({"symbols": ["AAPL"]}, {"name"}, 422),
+        ({"name": ""}, {"name"}, 422),
+        ({"name": "x" * 101}, {"name"}, 422),
+        ({"name": "Tech", "symbols": "AAPL"}, {"symbols"}, 400),  # text where an array belongs: the wrong JSON type
+        ({"name": "Tech", "symbols": ["AAPL", ""]}, {"symbols.1"}, 422),
+        ({"name": "Tech", "symbols": ["S"] * 501}, {"symbols"}, 422),
+        ({"name": "Tech", "id": "W1"}, {"id"}, 422),
     ],
 )
-async def test_bad_watchlist_body_is_422_naming_the_field(service, body: dict, fields: set[str]) -> None:
-    err = await error(service, "POST", "/api/v1/watchlists/save", 422, "VALIDATION_ERROR", json=body)
+async def test_bad_watchlist_body_is_a_validation_error_naming_the_field(
+    service, body: dict, fields: set[str], status: int
+) -> None:
+    err = await error(service, "POST", "/api/v1/watchlists/save", status, "VALIDATION_ERROR", json=body)
     assert bad_fields(err) == fields
 
 
@@ -198,19 +200,21 @@ async def test_preferences_merge_delete_some_and_delete_all(service) -> None:
 
 
 @pytest.mark.parametrize(
-    ("body", "fields"),
+    ("body", "fields", "status"),
     [
-        ({}, {"values"}),
-        ({"values": ["theme"]}, {"values"}),
-        ({"values": {"theme": 1}}, {"values.theme"}),
-        ({"values": {"bad key": "x"}}, {"values.bad key.[key]"}),
-        ({"values": {"big": "x" * 10_001}}, {"values.big"}),
-        ({"values": {"a": "b"}, "merge": False}, {"merge"}),
+        ({}, {"values"}, 422),
+        ({"values": ["theme"]}, {"values"}, 400),  # an array where an object belongs: the wrong JSON type
+        ({"values": {"theme": 1}}, {"values.theme"}, 400),  # a number where text belongs
+        ({"values": {"bad key": "x"}}, {"values.bad key.[key]"}, 422),
+        ({"values": {"big": "x" * 10_001}}, {"values.big"}, 422),
+        ({"values": {"a": "b"}, "merge": False}, {"merge"}, 422),
     ],
 )
-async def test_bad_preferences_body_is_422_naming_the_field(service, body: dict, fields: set[str]) -> None:
+async def test_bad_preferences_body_is_a_validation_error_naming_the_field(
+    service, body: dict, fields: set[str], status: int
+) -> None:
     await ok(service, "PUT", "/api/v1/preferences", json={"values": {"kept": "yes"}})
-    err = await error(service, "PUT", "/api/v1/preferences", 422, "VALIDATION_ERROR", json=body)
+    err = await error(service, "PUT", "/api/v1/preferences", status, "VALIDATION_ERROR", json=body)
     assert bad_fields(err) == fields
     assert await ok(service, "GET", "/api/v1/preferences") == {"kept": "yes"}
 
