@@ -68,7 +68,9 @@ class BepsToken:
 
 async def fetch_token(http: FidelityHttp, clock: Clock, url: str = TOKEN_URL) -> BepsToken:
     """Ask the token endpoint for a BEPS token; raise ``BrokerError`` (or ``SessionExpired``) saying why not."""
-    response = await http.call("GET", url, read=False)
+    # A read for the politeness layer: a new token changes nothing a trader owns, so a 503 is retried within the
+    # read budget, and fetching one neither spends the order budget nor ends the sharing of read answers.
+    response = await http.call("GET", url, read=True)
     if response.status in (401, 403):
         raise SessionExpired(f"The BEPS token endpoint refused the session (HTTP {response.status}): log in again")
     if response.status == 404:
