@@ -1,12 +1,15 @@
-"""Find the bundled artwork: resources/ beside the source tree, or inside a PyInstaller bundle."""
+"""Find the bundled artwork: resources/ inside a PyInstaller bundle, beside the source tree, or where a wheel put it."""
 
 from __future__ import annotations
 
+import site
 import sys
 from pathlib import Path
 
 # A file every complete resources/ folder holds; a folder without it is not the one we want.
 _MARKER = Path("icons") / "ftdesk.svg"
+INSTALLED_RESOURCES = Path("share") / "ftdesk"
+"""Where a wheel installs resources/, relative to the environment's prefix (pyproject's data-files)."""
 
 
 def _candidates() -> list[Path]:
@@ -18,6 +21,10 @@ def _candidates() -> list[Path]:
         found.append(Path(bundle) / "resources")
     # From a source checkout or an editable install: <repo>/ftdesk/gui/resources.py -> <repo>/resources.
     found.append(Path(__file__).resolve().parents[2] / "resources")
+    # From a wheel (`pip install .`, the README's first command): pyproject's data-files put resources/ under
+    # <prefix>/share/ftdesk, in the environment's prefix or, for `pip install --user`, the user base.
+    found.append(Path(sys.prefix) / INSTALLED_RESOURCES)
+    found.append(Path(site.getuserbase()) / INSTALLED_RESOURCES)
     return found
 
 

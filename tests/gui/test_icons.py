@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import configparser
+import glob
 import struct
 import sys
+import tomllib
 from collections import Counter
 from itertools import combinations
 from pathlib import Path
@@ -14,6 +16,8 @@ from PySide6.QtGui import QColor, QIcon, QImage, QImageReader
 
 from ftdesk.gui import resources
 from ftdesk.gui.icons import APP_SIZES, TRAY_SIZES, IconSet, TrayLook
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
@@ -179,6 +183,36 @@ def test_resources_are_found_inside_a_pyinstaller_bundle(tmp_path: Path, monkeyp
 def test_an_incomplete_bundle_falls_back_to_the_source_tree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(sys, "_MEIPASS", str(tmp_path), raising=False)
     assert resources.resources_dir() == Path(resources.__file__).resolve().parents[2] / "resources"
+
+
+def test_resources_are_found_where_a_wheel_installs_them(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`pip install .` leaves no source tree beside the package: the artwork comes from <prefix>/share/ftdesk."""
+    site_packages = tmp_path / "lib" / "site-packages" / "ftdesk" / "gui"
+    site_packages.mkdir(parents=True)
+    installed = tmp_path / "share" / "ftdesk"
+    (installed / "icons").mkdir(parents=True)
+    (installed / "icons" / "ftdesk.svg").write_text("<svg/>")
+    monkeypatch.setattr(resources, "__file__", str(site_packages / "resources.py"))
+    monkeypatch.setattr(sys, "prefix", str(tmp_path))
+    assert resources.resources_dir() == installed
+
+
+def test_a_wheel_carries_every_file_of_resources(tmp_path: Path) -> None:
+    """pyproject's data-files globs match every file the app loads from resources/, into the folder it searches."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    data_files: dict[str, list[str]] = project["tool"]["setuptools"]["data-files"]
+    shipped = {
+        Path(target) / Path(source).name
+        for target, patterns in data_files.items()
+        for pattern in patterns
+        for source in glob.glob(pattern, root_dir=ROOT)
+    }
+    needed = {
+        resources.INSTALLED_RESOURCES / path.relative_to(ROOT / "resources")
+        for path in (ROOT / "resources").rglob("*")
+        if path.is_file() and (path.parent.name in ("icons", "png") or path.suffix == ".desktop")
+    }
+    assert needed and needed == shipped
 
 
 def test_a_missing_icon_is_named_in_the_error() -> None:
