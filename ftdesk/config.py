@@ -72,8 +72,11 @@ def _int_parser(low: int, high: int) -> Callable[[Any], int]:
     return parse
 
 
-def _float_parser(low: float, high: float, *, low_inclusive: bool = True) -> Callable[[Any], float]:
+def _float_parser(
+    low: float, high: float, *, low_inclusive: bool = True, unit: str = "seconds"
+) -> Callable[[Any], float]:
     bound = "at least" if low_inclusive else "greater than"
+    accepts = f"expected a number of {unit} {bound} {low:g} and at most {high:g}"
 
     def parse(raw: Any) -> float:
         try:
@@ -81,25 +84,10 @@ def _float_parser(low: float, high: float, *, low_inclusive: bool = True) -> Cal
                 raise ValueError
             value = float(str(raw).strip()) if not isinstance(raw, int | float) else float(raw)
         except ValueError:
-            raise _Invalid(f"expected a number of seconds {bound} {low:g} and at most {high:g}") from None
+            raise _Invalid(accepts) from None
         ok_low = value >= low if low_inclusive else value > low
         if not ok_low or value > high or value != value:  # NaN fails every comparison but the last
-            raise _Invalid(f"expected a number of seconds {bound} {low:g} and at most {high:g}")
-        return value
-
-    return parse
-
-
-def _rate_parser(high: float) -> Callable[[Any], float]:
-    def parse(raw: Any) -> float:
-        try:
-            if isinstance(raw, bool):
-                raise ValueError
-            value = float(str(raw).strip()) if not isinstance(raw, int | float) else float(raw)
-        except ValueError:
-            raise _Invalid(f"expected a number of calls per second from 0 to {high:g}") from None
-        if not 0 <= value <= high:  # NaN fails too
-            raise _Invalid(f"expected a number of calls per second from 0 to {high:g}")
+            raise _Invalid(accepts)
         return value
 
     return parse
@@ -416,7 +404,7 @@ SETTINGS: tuple[SettingSpec, ...] = (
     SettingSpec(
         "fidelity_read_rate",
         0.0,
-        _rate_parser(10_000),
+        _float_parser(0, 10_000, unit="calls per second"),
         "Fixed ceiling on Fidelity reads per second; 0 = none: reads go at the caller's pace until Fidelity "
         "pushes back (429, or 503 with Retry-After), then slow down and recover by themselves.",
         "0-10000",
