@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
 
 import pytest
 from pydantic import SecretStr
@@ -15,15 +17,22 @@ from tests.fakes.fidelity_server import FakeFidelity
 FIDELITY_USER, FIDELITY_PASSWORD = "trader", "correct-horse-battery"
 
 
-@pytest.fixture
-async def fake() -> AsyncIterator[FakeFidelity]:
-    """Start the fake Fidelity upstream on a loopback port."""
-    server = FakeFidelity(username=FIDELITY_USER, password=FIDELITY_PASSWORD)
+@asynccontextmanager
+async def running_fake(**options: Any) -> AsyncIterator[FakeFidelity]:
+    """Run the fake Fidelity upstream on a loopback port (``options`` as ``FakeFidelity`` takes them)."""
+    server = FakeFidelity(username=FIDELITY_USER, password=FIDELITY_PASSWORD, **options)
     await server.start()
     try:
         yield server
     finally:
         await server.close()
+
+
+@pytest.fixture
+async def fake() -> AsyncIterator[FakeFidelity]:
+    """Start the fake Fidelity upstream on a loopback port."""
+    async with running_fake() as server:
+        yield server
 
 
 @pytest.fixture

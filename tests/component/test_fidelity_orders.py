@@ -33,7 +33,7 @@ from ftdesk.domain.orders import (
     StagedOrderDraft,
     TimeInForce,
 )
-from tests.component.conftest import FIDELITY_PASSWORD, FIDELITY_USER
+from tests.component.conftest import running_fake
 from tests.fakes import fidelity_payloads as p
 from tests.fakes.fidelity_orders import STATUS_PATH
 from tests.fakes.fidelity_orders_actions import CAPTURED, DECOMPILED, WORLDS
@@ -51,12 +51,8 @@ MULTILEG_PLACE = "/ftgw/dp/orderentry/multilegoption/place/v1"
 @pytest.fixture
 async def fake() -> AsyncIterator[FakeFidelity]:
     """The fake upstream with MDDS: a multi-leg preview quotes every leg and the underlying first (4.14)."""
-    server = FakeFidelity(username=FIDELITY_USER, password=FIDELITY_PASSWORD, mdds=FakeMdds())
-    await server.start()
-    try:
+    async with running_fake(mdds=FakeMdds()) as server:
         yield server
-    finally:
-        await server.close()
 
 
 def aapl_buy(limit: float = 150.0, **changes: Any) -> EquityOrder:

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from ftdesk.brokers.fidelity.broker import FidelityBroker
-from tests.component.conftest import FIDELITY_PASSWORD, FIDELITY_USER
+from tests.component.conftest import running_fake
 from tests.fakes import fidelity_payloads as p
 from tests.fakes.fidelity_server import FakeFidelity
 from tests.fakes.mdds_server import FakeMdds
@@ -22,12 +22,8 @@ PERCENT_TRIGGER = "1095172719"  # the fake's active SPY lessThanPercent trigger,
 @pytest.fixture
 async def fake() -> AsyncIterator[FakeFidelity]:
     """The fake upstream with MDDS."""
-    server = FakeFidelity(username=FIDELITY_USER, password=FIDELITY_PASSWORD, mdds=FakeMdds())
-    await server.start()
-    try:
+    async with running_fake(mdds=FakeMdds()) as server:
         yield server
-    finally:
-        await server.close()
 
 
 def closed_parameters(fake: FakeFidelity) -> dict[str, Any]:
