@@ -1,9 +1,8 @@
-"""The settings dialog: edits what the settings file holds, one validated field at a time.
+"""The settings dialog: edits what the settings file holds and runs save, key regeneration and restart.
 
-Every label's tooltip, every check and every error message comes from ``ftdesk.config.SETTINGS`` (the one
-table that declares a setting). A value fixed by an ``FTSERVICE_*`` environment variable is shown
-read-only with a note naming the variable. Saving, regenerating the API key and restarting the service
-are coroutines of ``SettingsActions`` run as asyncio tasks, so the dialog never blocks the loop.
+The fields themselves (which settings, in which groups, each with its validation) are in
+``ftdesk.gui.setting_fields``. Saving, regenerating the API key and restarting the service are coroutines
+of ``SettingsActions`` run as asyncio tasks, so the dialog never blocks the loop.
 
 "Start at login" is not a setting: the platform's autostart entry (``ftdesk.autostart``) is its only
 record, read when the dialog opens and written when it is saved.
@@ -14,14 +13,11 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Coroutine, Mapping
-from dataclasses import dataclass
-from enum import Enum
 from typing import Any
 
 from PySide6.QtGui import QResizeEvent
 from PySide6.QtWidgets import (
     QCheckBox,
-    QComboBox,
     QDialog,
     QDialogButtonBox,
     QFormLayout,
@@ -29,7 +25,6 @@ from PySide6.QtWidgets import (
     QGroupBox,
     QHBoxLayout,
     QLabel,
-    QLineEdit,
     QMessageBox,
     QProgressBar,
     QPushButton,
@@ -38,197 +33,14 @@ from PySide6.QtWidgets import (
 )
 
 from ftdesk.autostart import LoginItem
-from ftdesk.config import SETTINGS_BY_NAME, ConfigError, Settings, SettingSpec, validate_setting
+from ftdesk.config import SETTINGS_BY_NAME, Settings
 from ftdesk.gui.contracts import SaveOutcome, SettingsActions
+from ftdesk.gui.setting_fields import ERROR_STYLE, GROUPS, NOTE_STYLE, ROWS, SettingEditor
 
 log = logging.getLogger(__name__)
 
-ERROR_STYLE = "color: #C62828;"
-NOTE_STYLE = "color: palette(mid); font-style: italic;"
 BEPS_TOKEN_ENV = SETTINGS_BY_NAME["beps_token"].env
 API_KEY_ENV = SETTINGS_BY_NAME["api_key"].env
-
-
-class Kind(Enum):
-    """How a setting is edited."""
-
-    TEXT = "text"
-    CHECK = "check"
-    CHOICE = "choice"
-
-
-@dataclass(frozen=True)
-class Row:
-    """One editable setting as the dialog shows it."""
-
-    name: str
-    label: str
-    kind: Kind
-    choices: tuple[tuple[str, str], ...] = ()  # (value, what the trader reads)
-    unit: str = ""
-
-
-GROUPS: tuple[tuple[str, tuple[Row, ...]], ...] = (
-    (
-        "General",
-        (
-            Row("broker", "Broker", Kind.CHOICE, (("paper", "Paper (simulated)"), ("fidelity", "Fidelity"))),
-            Row(
-                "log_level",
-                "Log level",
-                Kind.CHOICE,
-                tuple((level, level.capitalize()) for level in ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")),
-            ),
-        ),
-    ),
-    (
-        "Session",
-        (
-            Row("auto_reauth", "Auto re-auth", Kind.CHECK),
-            Row("session_keepalive_interval", "Keep-alive interval", Kind.TEXT, unit="seconds"),
-            Row("login_at_startup", "Start with stored credentials", Kind.CHECK),
-        ),
-    ),
-    (
-        "Server",
-        (
-            Row("port", "Port", Kind.TEXT),
-            Row("api_key_required", "API key required", Kind.CHECK),
-        ),
-    ),
-    (
-        "Streaming",
-        (
-            Row("unsubscribe_delay", "Unsubscribe delay", Kind.TEXT, unit="seconds"),
-            Row("beps_host", "BEPS host", Kind.TEXT),
-            Row("beps_stream_url", "BEPS stream URL", Kind.TEXT),
-            Row("beps_mid", "BEPS member id", Kind.TEXT),
-            Row("beps_app_id", "BEPS app id", Kind.TEXT),
-        ),
-    ),
-)
-ROWS: dict[str, Row] = {row.name: row for _, rows in GROUPS for row in rows}
-
-
-def _plain(doc: str) -> str:
-    """Return a SETTINGS doc line without Markdown code marks."""
-    return doc.replace("`", "")
-
-
-def _reason(error: ConfigError) -> str:
-    """Return what a setting accepts, from a ConfigError ("port='x' is not valid: expected ...")."""
-    message = str(error)
-    reason = message.partition(" is not valid: ")[2] or message
-    return reason[:1].upper() + reason[1:]
-
-
-def _shown(value: Any) -> str:
-    if value is None:
-        return ""
-    if isinstance(value, float):
-        return f"{value:g}"
-    return str(value)
-
-
-class _SettingEditor:
-    """The editor of one setting: its widget, a lock note when the environment fixes it, an error line."""
-
-    def __init__(self, row: Row, spec: SettingSpec, value: Any, locked: bool, relayout: Callable[[], None]) -> None:
-        self.row = row
-        self._relayout = relayout
-        self.spec = spec
-        self.locked = locked
-        tooltip = f"{_plain(spec.doc)}\nAccepts: {spec.accepts}.\nEnvironment variable: {spec.env}."
-        self.label = QLabel(row.label)
-        self.label.setToolTip(tooltip)
-
-        self.editor: QLineEdit | QCheckBox | QComboBox
-        if row.kind is Kind.CHECK:
-            self.editor = QCheckBox(_plain(spec.doc).rstrip("."))
-            self.editor.setChecked(bool(value))
-        elif row.kind is Kind.CHOICE:
-            self.editor = QComboBox()
-            for choice, shown in row.choices:
-                self.editor.addItem(shown, choice)
-            self.editor.setCurrentIndex(max(0, self.editor.findData(value)))
-        else:
-            self.editor = QLineEdit(_shown(value))
-            if spec.default is None:
-                self.editor.setPlaceholderText("not set")
-            self.editor.setClearButtonEnabled(not locked)
-        self.editor.setObjectName(row.name)
-        self.editor.setToolTip(tooltip)
-        self.editor.setAccessibleName(row.label)
-        self.label.setBuddy(self.editor)
-
-        self.error = QLabel()
-        self.error.setObjectName(f"{row.name}_error")
-        self.error.setWordWrap(True)
-        self.error.setStyleSheet(ERROR_STYLE)
-        self.error.hide()
-        self.note = QLabel(f"Set by {spec.env}")
-        self.note.setObjectName(f"{row.name}_note")
-        self.note.setStyleSheet(NOTE_STYLE)
-        self.note.setVisible(locked)
-        if locked:
-            self.note.setToolTip(f"The environment variable {spec.env} fixes this value; change it there.")
-            if isinstance(self.editor, QLineEdit):
-                self.editor.setReadOnly(True)  # still selectable and copyable
-            else:
-                self.editor.setEnabled(False)
-
-        editor_row = QHBoxLayout()
-        editor_row.setContentsMargins(0, 0, 0, 0)
-        editor_row.addWidget(self.editor, 1)
-        if row.unit:
-            editor_row.addWidget(QLabel(row.unit))
-        column = QVBoxLayout()
-        column.setContentsMargins(0, 0, 0, 0)
-        column.setSpacing(2)
-        column.addLayout(editor_row)
-        column.addWidget(self.note)
-        column.addWidget(self.error)
-        self.cell = QWidget()
-        self.cell.setLayout(column)
-
-        if isinstance(self.editor, QLineEdit):
-            self.editor.textEdited.connect(lambda _text: self.set_error(""))
-            self.editor.editingFinished.connect(self.check)
-
-    def raw(self) -> Any:
-        """Return what the trader entered, as the settings file would hold it before parsing."""
-        if isinstance(self.editor, QCheckBox):
-            return self.editor.isChecked()
-        if isinstance(self.editor, QComboBox):
-            return self.editor.currentData()
-        return self.editor.text()
-
-    def parse(self) -> Any:
-        """Return the parsed value; raise ConfigError when the entry is not valid."""
-        return validate_setting(self.spec.name, self.raw())
-
-    def check(self) -> bool:
-        """Validate the entry and show or clear its inline error; return whether it is valid."""
-        if self.locked:
-            return True
-        try:
-            self.parse()
-        except ConfigError as exc:
-            self.set_error(_reason(exc))
-            return False
-        self.set_error("")
-        return True
-
-    def set_error(self, text: str) -> None:
-        """Show an inline error under the field (an empty text hides it)."""
-        self.error.setText(text)
-        self.error.setVisible(bool(text))
-        self._relayout()
-
-    def set_busy(self, busy: bool) -> None:
-        """Disable editing while an action runs (locked fields stay as they are)."""
-        if not self.locked:
-            self.editor.setEnabled(not busy)
 
 
 class SettingsDialog(QDialog):
@@ -250,7 +62,7 @@ class SettingsDialog(QDialog):
         self._regenerate_prompt: QMessageBox | None = None
         self._saved: dict[str, Any] = {name: getattr(settings, name) for name in ROWS}
         self._api_key_locked = settings.locked_by_env("api_key")
-        self._editors: dict[str, _SettingEditor] = {}
+        self._editors: dict[str, SettingEditor] = {}
         self.setWindowTitle("Settings - ftdesk")
         self.setMinimumWidth(640)
 
@@ -263,7 +75,7 @@ class SettingsDialog(QDialog):
             for row in rows:
                 spec = SETTINGS_BY_NAME[row.name]
                 value = getattr(settings, row.name)
-                editor = _SettingEditor(row, spec, value, settings.locked_by_env(row.name), self._fit_height)
+                editor = SettingEditor(row, spec, value, settings.locked_by_env(row.name), self._fit_height)
                 self._editors[row.name] = editor
                 form.addRow(editor.label, editor.cell)
                 if row.name == "api_key_required":

@@ -1,0 +1,203 @@
+"""The settings dialog's fields: which settings it edits, in which groups, and the editor of one setting.
+
+Every label's tooltip, every check and every error message comes from ``ftdesk.config.SETTINGS`` (the one
+table that declares a setting). A value fixed by an ``FTSERVICE_*`` environment variable is shown
+read-only with a note naming the variable.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from enum import Enum
+from types import MappingProxyType
+from typing import Any
+
+from PySide6.QtWidgets import QCheckBox, QComboBox, QHBoxLayout, QLabel, QLineEdit, QVBoxLayout, QWidget
+
+from ftdesk.config import ConfigError, SettingSpec, validate_setting
+
+ERROR_STYLE = "color: #C62828;"
+NOTE_STYLE = "color: palette(mid); font-style: italic;"
+
+
+class Kind(Enum):
+    """How a setting is edited."""
+
+    TEXT = "text"
+    CHECK = "check"
+    CHOICE = "choice"
+
+
+@dataclass(frozen=True)
+class Row:
+    """One editable setting as the dialog shows it."""
+
+    name: str
+    label: str
+    kind: Kind
+    choices: tuple[tuple[str, str], ...] = ()  # (value, what the trader reads)
+    unit: str = ""
+
+
+GROUPS: tuple[tuple[str, tuple[Row, ...]], ...] = (
+    (
+        "General",
+        (
+            Row("broker", "Broker", Kind.CHOICE, (("paper", "Paper (simulated)"), ("fidelity", "Fidelity"))),
+            Row(
+                "log_level",
+                "Log level",
+                Kind.CHOICE,
+                tuple((level, level.capitalize()) for level in ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")),
+            ),
+        ),
+    ),
+    (
+        "Session",
+        (
+            Row("auto_reauth", "Auto re-auth", Kind.CHECK),
+            Row("session_keepalive_interval", "Keep-alive interval", Kind.TEXT, unit="seconds"),
+            Row("login_at_startup", "Start with stored credentials", Kind.CHECK),
+        ),
+    ),
+    (
+        "Server",
+        (
+            Row("port", "Port", Kind.TEXT),
+            Row("api_key_required", "API key required", Kind.CHECK),
+        ),
+    ),
+    (
+        "Streaming",
+        (
+            Row("unsubscribe_delay", "Unsubscribe delay", Kind.TEXT, unit="seconds"),
+            Row("beps_host", "BEPS host", Kind.TEXT),
+            Row("beps_stream_url", "BEPS stream URL", Kind.TEXT),
+            Row("beps_mid", "BEPS member id", Kind.TEXT),
+            Row("beps_app_id", "BEPS app id", Kind.TEXT),
+        ),
+    ),
+)
+ROWS: Mapping[str, Row] = MappingProxyType({row.name: row for _, rows in GROUPS for row in rows})
+
+
+def _plain(doc: str) -> str:
+    """Return a SETTINGS doc line without Markdown code marks."""
+    return doc.replace("`", "")
+
+
+def _reason(error: ConfigError) -> str:
+    """Return what a setting accepts, from a ConfigError ("port='x' is not valid: expected ...")."""
+    message = str(error)
+    reason = message.partition(" is not valid: ")[2] or message
+    return reason[:1].upper() + reason[1:]
+
+
+def _shown(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        return f"{value:g}"
+    return str(value)
+
+
+class SettingEditor:
+    """The editor of one setting: its widget, a lock note when the environment fixes it, an error line."""
+
+    def __init__(self, row: Row, spec: SettingSpec, value: Any, locked: bool, relayout: Callable[[], None]) -> None:
+        self.row = row
+        self._relayout = relayout
+        self.spec = spec
+        self.locked = locked
+        tooltip = f"{_plain(spec.doc)}\nAccepts: {spec.accepts}.\nEnvironment variable: {spec.env}."
+        self.label = QLabel(row.label)
+        self.label.setToolTip(tooltip)
+
+        self.editor: QLineEdit | QCheckBox | QComboBox
+        if row.kind is Kind.CHECK:
+            self.editor = QCheckBox(_plain(spec.doc).rstrip("."))
+            self.editor.setChecked(bool(value))
+        elif row.kind is Kind.CHOICE:
+            self.editor = QComboBox()
+            for choice, shown in row.choices:
+                self.editor.addItem(shown, choice)
+            self.editor.setCurrentIndex(max(0, self.editor.findData(value)))
+        else:
+            self.editor = QLineEdit(_shown(value))
+            if spec.default is None:
+                self.editor.setPlaceholderText("not set")
+            self.editor.setClearButtonEnabled(not locked)
+        self.editor.setObjectName(row.name)
+        self.editor.setToolTip(tooltip)
+        self.editor.setAccessibleName(row.label)
+        self.label.setBuddy(self.editor)
+
+        self.error = QLabel()
+        self.error.setObjectName(f"{row.name}_error")
+        self.error.setWordWrap(True)
+        self.error.setStyleSheet(ERROR_STYLE)
+        self.error.hide()
+        self.note = QLabel(f"Set by {spec.env}")
+        self.note.setObjectName(f"{row.name}_note")
+        self.note.setStyleSheet(NOTE_STYLE)
+        self.note.setVisible(locked)
+        if locked:
+            self.note.setToolTip(f"The environment variable {spec.env} fixes this value; change it there.")
+            if isinstance(self.editor, QLineEdit):
+                self.editor.setReadOnly(True)  # still selectable and copyable
+            else:
+                self.editor.setEnabled(False)
+
+        editor_row = QHBoxLayout()
+        editor_row.setContentsMargins(0, 0, 0, 0)
+        editor_row.addWidget(self.editor, 1)
+        if row.unit:
+            editor_row.addWidget(QLabel(row.unit))
+        column = QVBoxLayout()
+        column.setContentsMargins(0, 0, 0, 0)
+        column.setSpacing(2)
+        column.addLayout(editor_row)
+        column.addWidget(self.note)
+        column.addWidget(self.error)
+        self.cell = QWidget()
+        self.cell.setLayout(column)
+
+        if isinstance(self.editor, QLineEdit):
+            self.editor.textEdited.connect(lambda _text: self.set_error(""))
+            self.editor.editingFinished.connect(self.check)
+
+    def raw(self) -> Any:
+        """Return what the trader entered, as the settings file would hold it before parsing."""
+        if isinstance(self.editor, QCheckBox):
+            return self.editor.isChecked()
+        if isinstance(self.editor, QComboBox):
+            return self.editor.currentData()
+        return self.editor.text()
+
+    def parse(self) -> Any:
+        """Return the parsed value; raise ConfigError when the entry is not valid."""
+        return validate_setting(self.spec.name, self.raw())
+
+    def check(self) -> bool:
+        """Validate the entry and show or clear its inline error; return whether it is valid."""
+        if self.locked:
+            return True
+        try:
+            self.parse()
+        except ConfigError as exc:
+            self.set_error(_reason(exc))
+            return False
+        self.set_error("")
+        return True
+
+    def set_error(self, text: str) -> None:
+        """Show an inline error under the field (an empty text hides it)."""
+        self.error.setText(text)
+        self.error.setVisible(bool(text))
+        self._relayout()
+
+    def set_busy(self, busy: bool) -> None:
+        """Disable editing while an action runs (locked fields stay as they are)."""
+        if not self.locked:
+            self.editor.setEnabled(not busy)
