@@ -104,11 +104,3 @@ def spec_for(error: e.FtdeskError) -> ErrorSpec:
         if found is not None:
             return found
     return ERROR_TABLE[e.InternalError]
-
-
-def spec_for_code(code: str) -> ErrorSpec:
-    """Return the spec of a wire code."""
-    for spec in ERROR_TABLE.values():
-        if spec.code == code:
-            return spec
-    raise KeyError(code)

@@ -18,6 +18,8 @@ from pathlib import Path
 
 from keyring.backend import KeyringBackend
 
+from ftdesk.domain.errors import Conflict, CredentialStoreUnavailable
+
 log = logging.getLogger(__name__)
 
 KEYCHAIN_SERVICE = "ftdesk"
@@ -72,7 +74,7 @@ class SecretVault:
     def set(self, entry: str, value: str) -> None:
         """Store a secret."""
         if not self.available or self._backend is None:
-            raise RuntimeError("no OS keychain available")
+            raise CredentialStoreUnavailable("No OS keychain is available to store the secret in")
         self._backend.set_password(KEYCHAIN_SERVICE, entry, value)
 
     def delete(self, entry: str) -> None:
@@ -127,7 +129,7 @@ class ApiKeyStore:
     def regenerate(self) -> tuple[str, KeySource]:
         """Replace the stored API key with a new one (not possible while FTSERVICE_API_KEY is set)."""
         if self._override:
-            raise RuntimeError("FTSERVICE_API_KEY fixes the API key; unset it to regenerate")
+            raise Conflict("FTSERVICE_API_KEY fixes the API key; unset it to regenerate")
         return self._store(new_api_key())
 
     def _store(self, key: str) -> tuple[str, KeySource]:

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from ftdesk.domain.errors import Conflict
 from ftdesk.service.keys import API_KEY_ENTRY, KEYCHAIN_SERVICE, ApiKeyStore, KeySource, SecretVault, keys_match
 from tests.fakes.keyring import InMemoryKeyring
 
@@ -39,7 +40,7 @@ def test_environment_override_wins_and_cannot_be_regenerated(tmp_path: Path) -> 
     store = ApiKeyStore(SecretVault(backend), tmp_path, override="fixed-key-from-the-environment")
     assert store.load_or_create() == ("fixed-key-from-the-environment", KeySource.ENVIRONMENT)
     assert backend.entries == {}
-    with pytest.raises(RuntimeError, match="FTSERVICE_API_KEY"):
+    with pytest.raises(Conflict, match="FTSERVICE_API_KEY"):
         store.regenerate()
 
 
