@@ -57,8 +57,9 @@ def test_domain_depends_on_nothing_else_in_ftdesk() -> None:
     assert _violations(lambda name, imp: name.startswith("ftdesk.domain") and not imp.startswith("ftdesk.domain")) == []
 
 
-def test_broker_base_depends_only_on_the_domain() -> None:
-    rule = lambda name, imp: name == "ftdesk.brokers.base" and not imp.startswith("ftdesk.domain")  # noqa: E731
+def test_broker_protocols_depend_only_on_the_domain() -> None:
+    protocols = ("ftdesk.brokers.base", "ftdesk.brokers.capabilities")
+    rule = lambda name, imp: name in protocols and not imp.startswith(("ftdesk.domain", *protocols))  # noqa: E731
     assert _violations(rule) == []
 
 
