@@ -15,7 +15,7 @@ from PySide6.QtWidgets import QDialog
 
 from ftdesk.autostart import LoginItem
 from ftdesk.gui.bridge import ServiceBridge
-from ftdesk.gui.first_run import record_welcome_shown
+from ftdesk.service.first_run import record_welcome_shown
 from ftdesk.gui.live_confirm import LiveTradingConfirmDialog
 from ftdesk.gui.login_dialog import LoginDialog
 from ftdesk.gui.settings_dialog import SettingsDialog

@@ -25,7 +25,7 @@ from ftdesk.config import ConfigError, Settings
 from ftdesk.gui.actions import UserActions
 from ftdesk.gui.bridge import POLL_INTERVAL_MS, RuntimeFactory, ServiceBridge
 from ftdesk.gui.event_loop import DesktopEventLoop
-from ftdesk.gui.first_run import is_first_start
+from ftdesk.service.first_run import is_first_start
 from ftdesk.gui.icons import IconSet
 from ftdesk.gui.notifications import Notifier
 from ftdesk.gui.status_window import StatusWindow

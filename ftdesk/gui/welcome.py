@@ -1,6 +1,6 @@
 """The welcome window: what ftdesk is, how it runs now, the API key, the URLs and a first Python call.
 
-Opened on the very first start (``ftdesk.gui.first_run``) and from "Getting started..." in the tray menu
+Opened on the very first start (``ftdesk.service.first_run``) and from "Getting started..." in the tray menu
 and the status window. The key is never shown, only copied: the example is displayed with a placeholder,
 and "Copy example" puts it on the clipboard with the key filled in, ready to run. "Log in to Fidelity"
 asks ``UserActions`` to switch the broker (the settings file and a service restart, as the settings dialog

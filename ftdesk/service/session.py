@@ -87,9 +87,15 @@ class SessionManager:
 
     # --- observation ------------------------------------------------------------------------
 
-    def add_listener(self, listener: Callable[[SessionState], None]) -> None:
-        """Call ``listener(state)`` whenever the state changes (the tray and the streaming hub use this)."""
+    def add_listener(self, listener: Callable[[SessionState], None]) -> Callable[[], None]:
+        """Call ``listener(state)`` whenever the state changes; return the callable that stops the calls."""
         self._listeners.append(listener)
+
+        def remove() -> None:
+            with contextlib.suppress(ValueError):  # removing twice is harmless
+                self._listeners.remove(listener)
+
+        return remove
 
     def _set_state(self, state: SessionState) -> None:
         if state is self.state:

@@ -42,9 +42,12 @@ async def settle(service, state: str) -> None:
         if new_state.value == state and not reached.done():
             reached.set_result(None)
 
-    session.add_listener(listener)
-    if session.state.value != state:
-        await asyncio.wait_for(reached, 5)
+    remove = session.add_listener(listener)
+    try:
+        if session.state.value != state:
+            await asyncio.wait_for(reached, 5)
+    finally:
+        remove()
 
 
 async def needs_session(service) -> tuple[int, dict]:

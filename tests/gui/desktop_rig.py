@@ -21,7 +21,7 @@ from ftdesk.config import Settings, load_settings
 from ftdesk.domain.clock import Clock
 from ftdesk.gui.application import DesktopApp
 from ftdesk.gui.bridge import ServiceBridge
-from ftdesk.gui.first_run import record_welcome_shown
+from ftdesk.service.first_run import record_welcome_shown
 from ftdesk.logs import SecretRedactor
 from ftdesk.service.routes.app_window import DesktopWindow
 from tests.conftest import TEST_API_KEY
