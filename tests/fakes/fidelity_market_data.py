@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
-from ftdesk.brokers.fidelity.accounts import option_contract
+from ftdesk.brokers.fidelity.values import option_contract
 from tests.fakes import fidelity_market_data_payloads as mp
 from tests.fakes.fidelity_routes import GroupRoutes
 

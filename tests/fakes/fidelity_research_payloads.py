@@ -11,7 +11,7 @@ from datetime import date, timedelta
 from typing import Any
 from xml.sax.saxutils import quoteattr
 
-from ftdesk.brokers.fidelity.accounts import option_contract
+from ftdesk.brokers.fidelity.values import option_contract
 
 SECURITIES = {
     "AAPL": ("Common Stock", "037833100"),

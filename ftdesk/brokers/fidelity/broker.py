@@ -19,6 +19,7 @@ from typing import Any
 
 from ftdesk.brokers.base import AccountEventFeed, QuoteFeed
 from ftdesk.brokers.fidelity import accounts as acct
+from ftdesk.brokers.fidelity import history, lending, portfolio
 from ftdesk.brokers.fidelity.auth import SecurityContext, extend_session, log_in, log_out
 from ftdesk.brokers.fidelity.beps import BepsConfig
 from ftdesk.brokers.fidelity.beps_auth import TOKEN_URL, BepsToken, fetch_token
@@ -195,33 +196,33 @@ class FidelityBroker(OrdersModule, MarketDataModule, ResearchModule, UserDataMod
 
     async def get_positions(self, acct_num: str) -> list[Position]:
         """Return an account's positions."""
-        return await acct.fetch_positions(self._require(), await self.get_account(acct_num))
+        return await portfolio.fetch_positions(self._require(), await self.get_account(acct_num))
 
     async def get_balances(self, acct_num: str) -> Balance:
         """Return an account's balances."""
-        return await acct.fetch_balances(self._require(), await self.get_account(acct_num))
+        return await portfolio.fetch_balances(self._require(), await self.get_account(acct_num))
 
     async def get_transactions(self, acct_num: str, start: date | None, end: date | None) -> list[Transaction]:
         """Return an account's history between two dates (default: the last year), newest first."""
         account = await self.get_account(acct_num)
-        return await acct.fetch_transactions(self._require(), account, start, end, self._today())
+        return await history.fetch_transactions(self._require(), account, start, end, self._today())
 
     async def get_options_summary(self, acct_num: str) -> OptionsSummary:
         """Return an account's option positions grouped by underlying."""
-        return await acct.fetch_options_summary(self._require(), await self.get_account(acct_num))
+        return await portfolio.fetch_options_summary(self._require(), await self.get_account(acct_num))
 
     async def get_closed_positions(self, acct_num: str, start: date | None, end: date | None) -> list[ClosedPosition]:
         """Return realised gain and loss per symbol (default: this year to date)."""
         account = await self.get_account(acct_num)
-        return await acct.fetch_closed_positions(self._require(), account, start, end, self._today())
+        return await history.fetch_closed_positions(self._require(), account, start, end, self._today())
 
     async def get_loaned_securities(self, acct_num: str) -> list[LoanedSecurity]:
         """Return securities on loan."""
-        return await acct.fetch_loaned_securities(self._require(), await self.get_account(acct_num))
+        return await lending.fetch_loaned_securities(self._require(), await self.get_account(acct_num))
 
     async def get_tax_lots(self, acct_num: str, symbol: str) -> list[LotDetail]:
         """Return the lots a sale of this symbol could draw from."""
-        return await acct.fetch_tax_lots(self._require(), await self.get_account(acct_num), symbol.upper())
+        return await portfolio.fetch_tax_lots(self._require(), await self.get_account(acct_num), symbol.upper())
 
     async def get_account_features(self, acct_num: str) -> list[AccountFeature]:
         """Return the account's trading capabilities."""
@@ -230,37 +231,37 @@ class FidelityBroker(OrdersModule, MarketDataModule, ResearchModule, UserDataMod
     async def get_hard_to_borrow(self, acct_num: str, symbols: Sequence[str]) -> list[HardToBorrowPosition]:
         """Return borrow rates and availability."""
         account = await self.get_account(acct_num)
-        return await acct.fetch_hard_to_borrow(self._require(), account, [s.upper() for s in symbols])
+        return await lending.fetch_hard_to_borrow(self._require(), account, [s.upper() for s in symbols])
 
     async def get_open_lots(self, acct_num: str, symbol: str) -> list[LotDetail]:
         """Return the open lots of a position."""
-        return await acct.fetch_open_lots(self._require(), await self.get_account(acct_num), symbol.upper())
+        return await portfolio.fetch_open_lots(self._require(), await self.get_account(acct_num), symbol.upper())
 
     async def get_short_insights(self, acct_num: str, symbols: Sequence[str]) -> list[ShortInsightDetail]:
         """Return short-interest data."""
         account = await self.get_account(acct_num)
-        return await acct.fetch_short_insights(self._require(), account, [s.upper() for s in symbols])
+        return await lending.fetch_short_insights(self._require(), account, [s.upper() for s in symbols])
 
     async def get_short_insight_series(
         self, acct_num: str, symbol: str, metric: str, start: date | None, end: date | None
     ) -> ShortInsightSeries:
         """Return the history of one short-insight metric."""
         account = await self.get_account(acct_num)
-        return await acct.fetch_short_insight_series(
+        return await lending.fetch_short_insight_series(
             self._require(), account, symbol.upper(), metric, start, end, self._today()
         )
 
     async def get_accruals(self, acct_num: str) -> list[AccrualDetail]:
         """Return margin-interest and dividend accruals."""
-        return await acct.fetch_accruals(self._require(), await self.get_account(acct_num))
+        return await lending.fetch_accruals(self._require(), await self.get_account(acct_num))
 
     async def get_cash_accruals(self, acct_num: str) -> list[CashAccrualDetail]:
         """Return cash-sweep accruals."""
-        return await acct.fetch_cash_accruals(self._require(), await self.get_account(acct_num))
+        return await lending.fetch_cash_accruals(self._require(), await self.get_account(acct_num))
 
     async def get_closed_lots(
         self, acct_num: str, symbol: str, start: date | None, end: date | None
     ) -> list[ClosedLotDetail]:
         """Return closed lots with realised gain and loss."""
         account = await self.get_account(acct_num)
-        return await acct.fetch_closed_lots(self._require(), account, symbol.upper(), start, end, self._today())
+        return await history.fetch_closed_lots(self._require(), account, symbol.upper(), start, end, self._today())

@@ -15,8 +15,8 @@ from datetime import date, datetime
 from typing import Any
 
 from ftdesk.brokers.fidelity import values as v
-from ftdesk.brokers.fidelity.accounts import option_contract
 from ftdesk.brokers.fidelity.market_data_parsing import check_base
+from ftdesk.brokers.fidelity.values import option_contract
 from ftdesk.domain.accounts import OptionType
 from ftdesk.domain.errors import NotFound
 from ftdesk.domain.market import (

@@ -19,10 +19,10 @@ from typing import TYPE_CHECKING, Any
 
 from ftdesk.brokers.fidelity import orders_mapping as m
 from ftdesk.brokers.fidelity import orders_wire as w
-from ftdesk.brokers.fidelity.accounts import option_contract
 from ftdesk.brokers.fidelity.http import raise_for_status
 from ftdesk.brokers.fidelity.module import FidelityModule
 from ftdesk.brokers.fidelity.orders_actions import Asked
+from ftdesk.brokers.fidelity.values import option_contract
 from ftdesk.domain.errors import BrokerError, FtdeskError, NotFound
 from ftdesk.domain.order_actions import ActionKind, leg_intent, row_for
 from ftdesk.domain.orders import (

@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from ftdesk.brokers.fidelity import values as v
-from ftdesk.brokers.fidelity.accounts import option_contract
 from ftdesk.brokers.fidelity.http import parse_upstream_detail, raise_for_business_error
 from ftdesk.brokers.fidelity.orders_actions import Asked, ReadBack, check_legs, check_single, read_back
+from ftdesk.brokers.fidelity.values import option_contract
 from ftdesk.domain.errors import BrokerError, OrderRejected
 from ftdesk.domain.order_actions import ActionKind
 from ftdesk.domain.orders import (

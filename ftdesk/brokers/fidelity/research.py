@@ -15,12 +15,12 @@ from yarl import URL
 
 from ftdesk.brokers.fidelity import research_mapping as rm
 from ftdesk.brokers.fidelity import values as v
-from ftdesk.brokers.fidelity.accounts import option_contract
 from ftdesk.brokers.fidelity.http import DIGITAL, DPSERVICE, FidelityHttp, UpstreamResponse, raise_for_status
 from ftdesk.brokers.fidelity.market_data import fetch_last_trade, fetch_montage
 from ftdesk.brokers.fidelity.market_data_mapping import best_mid
 from ftdesk.brokers.fidelity.market_data_parsing import parse_body
 from ftdesk.brokers.fidelity.module import FidelityModule
+from ftdesk.brokers.fidelity.values import option_contract
 from ftdesk.domain.errors import BrokerError, Conflict, NotFound, SessionExpired, ValidationFailed
 from ftdesk.domain.research import (
     AnalyticsRequest,

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ftdesk.brokers.fidelity import values as v
-from ftdesk.brokers.fidelity.accounts import option_contract
+from ftdesk.brokers.fidelity.values import option_contract
 from ftdesk.domain.market import Greeks
 from ftdesk.domain.research import (
     AnalyticsLeg,

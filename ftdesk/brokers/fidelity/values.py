@@ -9,10 +9,13 @@ mapper reads upstream values through these helpers, so a surprise becomes ``None
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterator, Mapping
 from datetime import UTC, date, datetime
 from typing import Any
 from zoneinfo import ZoneInfo
+
+from ftdesk.domain.accounts import OptionContract, OptionType
 
 NEW_YORK = ZoneInfo("America/New_York")
 _NULLS = frozenset({"", "--", "-", "N/A", "NA", "n/a", "null", "None"})
@@ -20,6 +23,8 @@ _NULLS = frozenset({"", "--", "-", "N/A", "NA", "n/a", "null", "None"})
 _MILLIS_THRESHOLD = 100_000_000_000
 _DATE_FORMATS = ("%Y-%m-%d", "%m/%d/%Y", "%m/%d/%y", "%Y%m%d", "%Y/%m/%d")
 _DATETIME_FORMATS = ("%Y-%m-%d %H:%M:%S.%f", "%Y-%m-%d %H:%M:%S", "%Y/%m/%d-%H:%M:%S", "%Y-%m-%d-%H.%M.%S.%f")
+# A compact option symbol: root, YYMMDD expiration, C or P, strike (``UNH260618C350``).
+_OPTION_SYMBOL = re.compile(r"^-?(?P<root>[A-Z][A-Z0-9.]{0,5}?)(?P<ymd>\d{6})(?P<cp>[CP])(?P<strike>\d+(?:\.\d+)?)$")
 
 
 def is_null(value: Any) -> bool:
@@ -237,3 +242,21 @@ def first(record: Mapping[str, Any], *keys: str) -> Any:
         if not is_null(current):
             return current
     return None
+
+
+def option_contract(symbol: str) -> OptionContract | None:
+    """Parse the compact option symbol of positions and orders (``UNH260618C350``), or None."""
+    match = _OPTION_SYMBOL.match(symbol.strip().upper())
+    if match is None:
+        return None
+    ymd = match.group("ymd")
+    try:
+        expiration = date(2000 + int(ymd[:2]), int(ymd[2:4]), int(ymd[4:]))
+    except ValueError:
+        return None
+    return OptionContract(
+        underlying=match.group("root"),
+        option_type=OptionType.CALL if match.group("cp") == "C" else OptionType.PUT,
+        strike=float(match.group("strike")),
+        expiration=expiration,
+    )

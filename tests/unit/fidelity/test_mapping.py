@@ -6,15 +6,16 @@ from datetime import date
 
 import pytest
 
-from ftdesk.brokers.fidelity import accounts as m
-from ftdesk.domain.accounts import AccountType, OptionType, SecurityType, Term
+from ftdesk.brokers.fidelity import accounts as discovery
+from ftdesk.brokers.fidelity import history, lending, portfolio, values
+from ftdesk.domain.accounts import Account, AccountType, OptionType, SecurityType, Term
 from tests.fakes import fidelity_payloads as p
 
 TODAY = date(2026, 11, 20)
 
 
-def accounts() -> dict[str, m.Account]:
-    return {a.acct_num: a for a in m.map_accounts(p.ACCOUNTS)}
+def accounts() -> dict[str, Account]:
+    return {a.acct_num: a for a in discovery.map_accounts(p.ACCOUNTS)}
 
 
 def test_account_discovery() -> None:
@@ -34,8 +35,8 @@ def test_account_discovery() -> None:
 
 
 def test_account_types() -> None:
-    roth = m.map_account({"acctNum": "1", "acctType": "IRA", "acctSubType": "Roth"})
-    joint = m.map_account(
+    roth = discovery.map_account({"acctNum": "1", "acctType": "IRA", "acctSubType": "Roth"})
+    joint = discovery.map_account(
         {"acctNum": "2", "acctType": "Brokerage", "acctLegalAttrDetail": {"legalConstructCode": "JOINT_WROS"}}
     )
     assert roth.acct_type is AccountType.ROTH_IRA and roth.retirement_ind
@@ -43,11 +44,11 @@ def test_account_types() -> None:
 
 
 def test_positions_of_one_account() -> None:
-    mapped = m.map_positions(p.positions([p.MARGIN, p.INDIVIDUAL]), p.INDIVIDUAL)
+    mapped = portfolio.map_positions(p.positions([p.MARGIN, p.INDIVIDUAL]), p.INDIVIDUAL)
     assert [pos.symbol for pos in mapped] == ["LGVN"]
     lgvn = mapped[0]
     assert lgvn.acct_num == p.INDIVIDUAL and lgvn.cost_basis == 7.12 and lgvn.total_gain_loss == 0.32
-    assert m.map_positions(p.positions([p.WORKPLACE]), p.WORKPLACE) == []
+    assert portfolio.map_positions(p.positions([p.WORKPLACE]), p.WORKPLACE) == []
 
 
 @pytest.mark.parametrize(
@@ -62,22 +63,22 @@ def test_positions_of_one_account() -> None:
     ],
 )
 def test_security_types(kind: str | None, sub: str | None, symbol: str, expected: SecurityType) -> None:
-    assert m.security_type(kind, sub, symbol) is expected
+    assert portfolio.security_type(kind, sub, symbol) is expected
 
 
 def test_option_symbols() -> None:
-    contract = m.option_contract("-SPXW260330P6330")
+    contract = values.option_contract("-SPXW260330P6330")
     assert contract is not None and (contract.underlying, contract.option_type, contract.strike) == (
         "SPXW",
         OptionType.PUT,
         6330.0,
     )
     assert contract.expiration == date(2026, 3, 30)
-    assert m.option_contract("QS270115C7.5") is not None and m.option_contract("AAPL") is None
+    assert values.option_contract("QS270115C7.5") is not None and values.option_contract("AAPL") is None
 
 
 def test_margin_and_cash_balances() -> None:
-    margin = m.map_balance(p.balances([p.MARGIN]), p.MARGIN)
+    margin = portfolio.map_balance(p.balances([p.MARGIN]), p.MARGIN)
     assert margin.as_of.startswith("2026-03-30T23:13:07")
     assert (margin.long_market_value, margin.margin_equity, margin.maintenance_requirement) == (
         149174.04,
@@ -85,7 +86,7 @@ def test_margin_and_cash_balances() -> None:
         148774.90,
     )
     assert margin.available_to_withdraw == 3064.58 and margin.cash_committed_to_open_orders == 0.0
-    cash = m.map_balance(p.balances([p.CASH_MGMT]), p.CASH_MGMT)
+    cash = portfolio.map_balance(p.balances([p.CASH_MGMT]), p.CASH_MGMT)
     assert (cash.net_worth, cash.margin_equity, cash.margin_debt, cash.available_to_withdraw) == (
         9525.27,
         None,
@@ -95,7 +96,7 @@ def test_margin_and_cash_balances() -> None:
 
 
 def test_option_summary_spread() -> None:
-    summary = m.map_options_summary(p.option_summary(p.MARGIN), p.MARGIN)
+    summary = portfolio.map_options_summary(p.option_summary(p.MARGIN), p.MARGIN)
     assert (summary.total_market_value, summary.total_cost_basis, summary.total_gain_loss) == (395.0, 600.0, -205.0)
     [unh] = summary.underlyings
     assert (unh.underlying, unh.underlying_price, unh.strategy) == ("UNH", 281.20, "VERTICAL")
@@ -103,13 +104,13 @@ def test_option_summary_spread() -> None:
     assert (long_leg.quantity, short_leg.quantity) == (1.0, -1.0)
     assert long_leg.expiration == "2026-06-18" and long_leg.days_to_expiration == 80 and not long_leg.in_the_money
     assert long_leg.cost_basis == 600.0 and long_leg.strike == 350.0
-    empty = m.map_options_summary(p.option_summary(p.INDIVIDUAL), p.INDIVIDUAL)
+    empty = portfolio.map_options_summary(p.option_summary(p.INDIVIDUAL), p.INDIVIDUAL)
     assert empty.underlyings == [] and empty.total_market_value == 0.0
 
 
 def test_transactions() -> None:
     payload = {"acctDetails": [{"acctNum": p.MARGIN, "transactionDetails": p.transactions(p.MARGIN, TODAY)}]}
-    rows = m.map_transactions(payload, p.MARGIN)
+    rows = history.map_transactions(payload, p.MARGIN)
     assert [t.txn_type for t in rows] == ["OPTION_SELL", "DEPOSIT", "BUY"]  # newest first
     sale, deposit, buy = rows
     assert sale.date == "2026-11-17" and sale.settle_date == "2026-11-18" and sale.symbol == "SPXW260330C6420"
@@ -117,11 +118,11 @@ def test_transactions() -> None:
     assert deposit.amount == 2500.0 and deposit.price is None and deposit.symbol is None
     assert buy.quantity == 10 and buy.price == 150.0
     assert len({t.txn_id for t in rows}) == 3
-    assert m.map_transactions(payload, p.MARGIN)[0].txn_id == sale.txn_id  # ids are stable across reads
+    assert history.map_transactions(payload, p.MARGIN)[0].txn_id == sale.txn_id  # ids are stable across reads
 
 
 def test_closed_positions_split_short_and_long_term() -> None:
-    [spy] = m.map_closed_positions(p.closed_positions(p.MARGIN), p.MARGIN)
+    [spy] = history.map_closed_positions(p.closed_positions(p.MARGIN), p.MARGIN)
     assert (spy.symbol, spy.quantity, spy.proceeds, spy.cost_basis, spy.gain_loss) == (
         "SPY",
         10.831,
@@ -134,13 +135,13 @@ def test_closed_positions_split_short_and_long_term() -> None:
 
 
 def test_loaned_securities_from_strings() -> None:
-    [loan] = m.map_loaned_securities(p.loaned_securities(p.INDIVIDUAL), p.INDIVIDUAL)
+    [loan] = lending.map_loaned_securities(p.loaned_securities(p.INDIVIDUAL), p.INDIVIDUAL)
     assert (loan.symbol, loan.quantity, loan.rate, loan.market_value, loan.income_mtd) == ("LGVN", 5, 3.735, 21.0, 0.03)
 
 
 def test_tax_lots() -> None:
     rows = p.tax_lots(p.MARGIN, "AAPL", TODAY)["specificShrTaxLotDetail"]["specificShrTaxLotDetails"]
-    lots = [m.map_lot(raw, "AAPL") for raw in rows]
+    lots = [portfolio.map_lot(raw, "AAPL") for raw in rows]
     assert [(lot.quantity, lot.term) for lot in lots] == [(6.0, Term.LONG), (4.0, Term.SHORT)]
     first = lots[0]
     assert (first.cost_basis, first.cost_per_share, first.gain_loss, first.market_value) == (
@@ -154,8 +155,8 @@ def test_tax_lots() -> None:
 
 def test_account_features_fall_back_on_discovery() -> None:
     found = accounts()
-    margin = m.map_account_feature(p.account_features([p.MARGIN]), found[p.MARGIN])
+    margin = discovery.map_account_feature(p.account_features([p.MARGIN]), found[p.MARGIN])
     assert margin.margin_ind and margin.short_sell_ind and margin.option_level == "5" and margin.raw is not None
-    unknown_shape = m.map_account_feature({"something": "else"}, found[p.INDIVIDUAL])
+    unknown_shape = discovery.map_account_feature({"something": "else"}, found[p.INDIVIDUAL])
     assert (unknown_shape.option_level, unknown_shape.options_ind, unknown_shape.margin_ind) == ("4", True, False)
     assert unknown_shape.raw is None
