@@ -25,7 +25,8 @@ from ftdesk.brokers.fidelity.broker import FidelityBroker
 from ftdesk.brokers.fidelity.config import FidelityConfig
 from ftdesk.brokers.paper.broker import PaperBroker, paper_db_path, reset_world
 from ftdesk.brokers.paper.config import PaperConfig
-from ftdesk.config import SETTINGS, ConfigError, Settings, load_settings, secure_data_dir, tightened_message
+from ftdesk.config import SETTINGS, ConfigError, Settings, load_settings
+from ftdesk.data_dir import secure_data_dir, tightened_message
 from ftdesk.domain.clock import Clock, SystemClock
 from ftdesk.domain.session import SessionState
 from ftdesk.logs import SecretRedactor, configure_logging, log_dir

@@ -88,10 +88,8 @@ def _plain(doc: str) -> str:
 
 
 def _reason(error: ConfigError) -> str:
-    """Return what a setting accepts, from a ConfigError ("port='x' is not valid: expected ...")."""
-    message = str(error)
-    reason = message.partition(" is not valid: ")[2] or message
-    return reason[:1].upper() + reason[1:]
+    """Return what a setting accepts, as a sentence under its field."""
+    return error.reason[:1].upper() + error.reason[1:]
 
 
 def _shown(value: Any) -> str:

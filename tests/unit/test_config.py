@@ -10,7 +10,15 @@ from pathlib import Path
 import pytest
 from cryptography.fernet import Fernet
 
-from ftdesk.config import SETTINGS, ConfigError, Source, load_settings, save_settings_file, settings_table_markdown
+from ftdesk.config import (
+    SETTINGS,
+    ConfigError,
+    Source,
+    load_settings,
+    save_settings_file,
+    settings_table_markdown,
+    validate_setting,
+)
 
 SPEC_VARIABLES = {
     "FTSERVICE_HOST": "127.0.0.1",
@@ -93,6 +101,17 @@ def test_a_bad_value_stops_startup_with_one_line_naming_the_variable(
     assert "\n" not in message
 
 
+def test_a_bad_value_carries_the_setting_and_the_reason_as_fields(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError) as info:
+        load_settings(env_for(tmp_path, FTSERVICE_PORT="70000"))
+    assert (info.value.setting, info.value.reason) == ("port", "expected an integer from 0 to 65535")
+    assert info.value.value_shown == "FTSERVICE_PORT='70000'"
+    with pytest.raises(ConfigError) as info:
+        validate_setting("beps_stream_url", "wss://x/graphql")
+    assert info.value.setting == "beps_stream_url"
+    assert info.value.reason.startswith("expected a ws:// or wss:// URL template containing {0}")
+
+
 def test_invalid_fernet_key_is_named_without_echoing_the_secret(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as info:
         load_settings(env_for(tmp_path, FTSERVICE_ENCRYPTION_KEY="not-a-real-key-but-secret"))
@@ -170,7 +189,7 @@ def test_readme_table_lists_every_variable() -> None:
 
 @pytest.mark.skipif(os.name != "posix", reason="file modes are POSIX")
 def test_secure_data_dir_creates_it_private_and_tightens_what_an_older_install_left(tmp_path: Path) -> None:
-    from ftdesk.config import secure_data_dir, tightened_message
+    from ftdesk.data_dir import secure_data_dir, tightened_message
 
     data_dir = tmp_path / "new" / "ftdesk"
     assert secure_data_dir(data_dir) == []
