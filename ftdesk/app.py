@@ -40,6 +40,7 @@ from ftdesk.service.routes.app_window import DESKTOP_WINDOW, DesktopWindow
 from ftdesk.service.routing import RouteTable
 from ftdesk.service.server import PortInUseError, ServiceServer
 from ftdesk.service.session import SessionManager
+from ftdesk.service.streaming_state import StreamingOptions
 from ftdesk.service.streams import StreamRegistry
 from ftdesk.service.webapp import create_web_app
 from ftdesk.streaming.events import AccountEventHub
@@ -108,6 +109,7 @@ class ServiceRuntime:
         redactor: SecretRedactor | None = None,
         extra_tables: list[RouteTable] | None = None,
         window: DesktopWindow | None = None,
+        streaming: StreamingOptions | None = None,
     ) -> None:
         self.settings = settings
         self.clock = clock or SystemClock()
@@ -118,6 +120,7 @@ class ServiceRuntime:
         self.broker: Broker = build_broker(settings, self.clock)
         self.live = LiveTradingSwitch(settings.live_trading)
         self._extra_tables = extra_tables or []
+        self._streaming = streaming or StreamingOptions()
         self._window = window
         self._key_store: ApiKeyStore | None = None
         self.session: SessionManager | None = None
@@ -194,7 +197,7 @@ class ServiceRuntime:
             quotes=quotes,
             events=events,
         )
-        app = create_web_app(self.context, route_tables() + self._extra_tables)
+        app = create_web_app(self.context, route_tables() + self._extra_tables, streaming=self._streaming)
         if self._window is not None:
             app[DESKTOP_WINDOW] = self._window
         server = ServiceServer(app, settings.host, settings.port)

@@ -21,6 +21,7 @@ from ftdesk.domain.clock import Clock
 from ftdesk.logs import SecretRedactor
 from ftdesk.service.context import ServiceContext
 from ftdesk.service.routing import RouteTable
+from ftdesk.service.streaming_state import StreamingOptions
 from tests.fakes.keyring import InMemoryKeyring
 
 TEST_API_KEY = "test-api-key-0123456789abcdef"
@@ -84,20 +85,35 @@ class RunningService:
 
 
 @pytest.fixture
+def stream_options() -> StreamingOptions:
+    """Return the streaming options ``start_service`` builds services with (a test module may override it)."""
+    return StreamingOptions()
+
+
+@pytest.fixture
 async def start_service(
-    make_settings: Callable[..., Settings], memory_keyring: InMemoryKeyring
+    make_settings: Callable[..., Settings], memory_keyring: InMemoryKeyring, stream_options: StreamingOptions
 ) -> AsyncIterator[Callable[..., object]]:
     """Start the real service runtime on 127.0.0.1:<free port> (paper broker, in-memory keychain)."""
     started: list[tuple[ServiceRuntime, aiohttp.ClientSession]] = []
 
     async def start(
-        *, extra_tables: list[RouteTable] | None = None, clock: Clock | None = None, **env: str
+        *,
+        extra_tables: list[RouteTable] | None = None,
+        clock: Clock | None = None,
+        streaming: StreamingOptions | None = None,
+        **env: str,
     ) -> RunningService:
         env.setdefault("FTSERVICE_API_KEY", TEST_API_KEY)
         env.setdefault("FTSERVICE_PAPER_SEED", "20261121")
         settings = make_settings(**env)
         runtime = ServiceRuntime(
-            settings, clock=clock, keyring_backend=memory_keyring, redactor=SecretRedactor(), extra_tables=extra_tables
+            settings,
+            clock=clock,
+            keyring_backend=memory_keyring,
+            redactor=SecretRedactor(),
+            extra_tables=extra_tables,
+            streaming=streaming or stream_options,
         )
         await runtime.start()
         http = aiohttp.ClientSession()

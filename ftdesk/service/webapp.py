@@ -16,9 +16,12 @@ from ftdesk.service.middleware import (
 from ftdesk.service.openapi import OpenApiDocument
 from ftdesk.service.routes import route_tables
 from ftdesk.service.routing import RouteTable, add_routes
+from ftdesk.service.streaming_state import STREAMING, StreamingOptions, StreamingState
 
 
-def create_web_app(ctx: ServiceContext, tables: list[RouteTable] | None = None) -> web.Application:
+def create_web_app(
+    ctx: ServiceContext, tables: list[RouteTable] | None = None, *, streaming: StreamingOptions | None = None
+) -> web.Application:
     """Return the application serving /api/v1 and /docs."""
     settings = ctx.settings
     policy = SecurityPolicy(
@@ -34,6 +37,7 @@ def create_web_app(ctx: ServiceContext, tables: list[RouteTable] | None = None) 
     )
     app[CONTEXT] = ctx
     app[MAX_BODY_KEY] = settings.max_body_bytes
+    app[STREAMING] = StreamingState(ctx.quotes, streaming or StreamingOptions())
     endpoints = add_routes(app, route_tables() if tables is None else tables)
     app[ENDPOINTS] = endpoints
     app[OPENAPI] = OpenApiDocument(endpoints, version=ctx.version)

@@ -17,7 +17,9 @@ import pytest
 from ftdesk.domain.accounts import AccountType
 from ftdesk.service.context import ENDPOINTS
 from ftdesk.service.json_input import MAX_JSON_DEPTH, MAX_JSON_INTEGER
-from ftdesk.service.routes import streaming
+from ftdesk.service.quote_frames import QuoteJson
+from ftdesk.service.streaming_state import StreamingOptions
+from ftdesk.streaming.models import QuoteItem
 from tests.api import routes_for_tests
 from tests.api.test_streaming_api import of_type, open_ws, wait_until, ws_next
 from tests.conftest import TEST_API_KEY
@@ -237,22 +239,43 @@ async def ws_consumers(service) -> int:
     return service.context.quotes.status().consumers_by_kind.get("ws", 0)
 
 
-async def test_an_unexpected_error_answering_a_frame_closes_the_socket_with_1011_and_is_logged_once(
-    service, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
-) -> None:
-    answer = streaming._ws_reply
+class BuggyFrames(QuoteJson):
+    """A frame encoder with a bug: it fails on the kinds of frames named, as an encoding bug would."""
 
-    def failing_reply(consumer, text: str) -> dict[str, Any]:
-        if "explode" in text:
+    def __init__(self, fail_on: frozenset[str]) -> None:
+        super().__init__()
+        self.fail_on = fail_on
+
+    def ws_reply(self, reply: dict[str, Any]) -> str:
+        if "reply-error" in self.fail_on and reply["type"] == "error":
             raise RuntimeError("a bug in answering frames")
-        return answer(consumer, text)
+        return super().ws_reply(reply)
 
-    monkeypatch.setattr(streaming, "_ws_reply", failing_reply)
+    def ws_frame(self, item: QuoteItem) -> str:
+        if "ws-quote" in self.fail_on:
+            raise RuntimeError("a bug in encoding quotes")
+        return super().ws_frame(item)
+
+    def sse_frame(self, item: QuoteItem) -> tuple[str, str]:
+        if "sse-quote" in self.fail_on:
+            raise RuntimeError("a bug in writing quotes")
+        return super().sse_frame(item)
+
+
+def buggy(*fail_on: str) -> StreamingOptions:
+    """Return streaming options whose frame encoder fails on the frames named."""
+    return StreamingOptions(frames=lambda: BuggyFrames(frozenset(fail_on)))
+
+
+async def test_an_unexpected_error_answering_a_frame_closes_the_socket_with_1011_and_is_logged_once(
+    start_service, caplog: pytest.LogCaptureFixture
+) -> None:
+    service = await start_service(streaming=buggy("reply-error"))
     caplog.set_level(logging.INFO)
     ws = await open_ws(service)
     await ws.send_json({"action": "ping"})
     assert await ws_next(ws, lambda f: f["type"] != "status") == {"type": "pong"}
-    await ws.send_json({"action": "explode"})
+    await ws.send_json({"action": "explode"})  # answered with an error frame, which the encoder fails on
     async with asyncio.timeout(WAIT):
         while (message := await ws.receive()).type is aiohttp.WSMsgType.TEXT:
             pass
@@ -264,12 +287,9 @@ async def test_an_unexpected_error_answering_a_frame_closes_the_socket_with_1011
 
 
 async def test_an_unexpected_error_sending_quotes_closes_the_socket_with_1011_instead_of_going_quiet(
-    service, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+    start_service, caplog: pytest.LogCaptureFixture
 ) -> None:
-    def failing_frame(self, item) -> str:
-        raise RuntimeError("a bug in encoding quotes")
-
-    monkeypatch.setattr(streaming.QuoteJson, "ws_frame", failing_frame)
+    service = await start_service(streaming=buggy("ws-quote"))
     caplog.set_level(logging.INFO)
     await service.login()
     ws = await open_ws(service)
@@ -284,12 +304,9 @@ async def test_an_unexpected_error_sending_quotes_closes_the_socket_with_1011_in
 
 
 async def test_an_unexpected_error_in_an_sse_stream_ends_it_and_is_logged_once(
-    service, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+    start_service, caplog: pytest.LogCaptureFixture
 ) -> None:
-    async def failing_send(self, batch) -> None:
-        raise RuntimeError("a bug in writing quotes")
-
-    monkeypatch.setattr(streaming._SseQuotes, "send", failing_send)
+    service = await start_service(streaming=buggy("sse-quote"))
     caplog.set_level(logging.INFO)
     await service.login()
     url = service.url(f"{API}/streaming/quotes?symbols=AAPL")

@@ -15,7 +15,8 @@ import pytest
 from ftdesk.app import ServiceRuntime
 from ftdesk.domain.clock import SystemClock
 from ftdesk.logs import SecretRedactor
-from ftdesk.service.routes import streaming
+from ftdesk.service.quote_frames import MAX_STREAM_SYMBOLS
+from ftdesk.service.streaming_state import StreamingOptions
 from ftdesk.streaming.models import ConsumerStatus
 from tests.conftest import TEST_API_KEY, RunningService
 from tests.fakes.quote_feed import FakeQuoteFeed
@@ -23,10 +24,13 @@ from tests.fakes.quote_feed import FakeQuoteFeed
 WAIT = 5.0  # upper bound of every wait below; the events come in well under a second
 
 
-@pytest.fixture(autouse=True)
-def quick_heartbeat(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.fixture
+def stream_options() -> StreamingOptions:
     """Heartbeat often, so idle streams show it and a vanished SSE client is noticed at once."""
-    monkeypatch.setattr(streaming, "HEARTBEAT_SECONDS", 0.05)
+    return StreamingOptions(heartbeat_seconds=0.05)
+
+
+SLOW_HEARTBEAT = StreamingOptions(heartbeat_seconds=30.0)
 
 
 @dataclass
@@ -416,10 +420,14 @@ async def test_the_streams_are_documented_with_their_frames(start_service) -> No
 
 
 @pytest.fixture
-async def fake_feed_service(make_settings, memory_keyring) -> AsyncIterator[tuple[RunningService, FakeQuoteFeed]]:
+async def fake_feed_service(
+    make_settings, memory_keyring, stream_options: StreamingOptions
+) -> AsyncIterator[tuple[RunningService, FakeQuoteFeed]]:
     """The service, logged in, on a scriptable upstream quote feed (the paper quote changes once a second)."""
     settings = make_settings(FTSERVICE_API_KEY=TEST_API_KEY, FTSERVICE_PAPER_SEED="20261121")
-    runtime = ServiceRuntime(settings, keyring_backend=memory_keyring, redactor=SecretRedactor())
+    runtime = ServiceRuntime(
+        settings, keyring_backend=memory_keyring, redactor=SecretRedactor(), streaming=stream_options
+    )
     feed = FakeQuoteFeed(SystemClock())
     runtime.broker.quote_feed = feed  # before start(): the quote hub is built there
     await runtime.start()
@@ -509,12 +517,10 @@ def consumer_status(service: RunningService, kind: str) -> list[ConsumerStatus]:
     return [c for c in service.context.quotes.status().consumers if c.kind == kind]
 
 
-async def test_fast_updates_reach_sse_and_ws_clients_in_order_and_every_one_is_counted(
-    fake_feed_service, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # The clients are read one after the other: with 50 ms pings the WebSocket, unread while the SSE client is,
-    # misses its 25 ms pong deadline on a loaded machine and the server closes it.
-    monkeypatch.setattr(streaming, "HEARTBEAT_SECONDS", 30.0)
+# The clients are read one after the other: with 50 ms pings the WebSocket, unread while the SSE client is,
+# misses its 25 ms pong deadline on a loaded machine and the server closes it.
+@pytest.mark.parametrize("stream_options", [SLOW_HEARTBEAT], ids=["slow-heartbeat"])
+async def test_fast_updates_reach_sse_and_ws_clients_in_order_and_every_one_is_counted(fake_feed_service) -> None:
     service, feed = fake_feed_service
     symbols = ["AAPL", "MSFT"]
     clients = [await QuoteClient.open(service.http, service, kind, symbols) for kind in ("sse", "ws")]
@@ -536,13 +542,14 @@ async def test_fast_updates_reach_sse_and_ws_clients_in_order_and_every_one_is_c
         await client.close()
 
 
+# A slow heartbeat, else the server closes a WebSocket that reads no pings.
+@pytest.mark.parametrize("stream_options", [SLOW_HEARTBEAT], ids=["slow-heartbeat"])
 @pytest.mark.parametrize("kind", ["sse", "ws"])
 async def test_a_client_that_stops_reading_costs_one_update_per_symbol_and_catches_up_in_order(
-    fake_feed_service, kind: str, monkeypatch: pytest.MonkeyPatch
+    fake_feed_service, kind: str
 ) -> None:
-    monkeypatch.setattr(streaming, "HEARTBEAT_SECONDS", 30.0)  # else the server closes a WebSocket that reads no pings
     service, feed = fake_feed_service
-    symbols = [f"S{i:03d}" for i in range(streaming.MAX_STREAM_SYMBOLS)]  # many: the socket fills in a few rounds
+    symbols = [f"S{i:03d}" for i in range(MAX_STREAM_SYMBOLS)]  # many: the socket fills in a few rounds
     slow_http = aiohttp.ClientSession(
         connector=aiohttp.TCPConnector(socket_factory=small_receive_buffer), read_bufsize=4096
     )

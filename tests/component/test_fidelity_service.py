@@ -16,7 +16,7 @@ from typing import Any
 import pyotp
 import pytest
 
-from ftdesk.service.routes import streaming
+from ftdesk.service.streaming_state import StreamingOptions
 from tests.api.test_streaming_api import SseFrame, SseReader
 from tests.conftest import RunningService
 from tests.fakes import fidelity_payloads as payloads
@@ -65,10 +65,10 @@ class Upstream:
 StartFidelity = Callable[..., Coroutine[Any, Any, tuple[RunningService, Upstream]]]
 
 
-@pytest.fixture(autouse=True)
-def quick_heartbeat(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.fixture
+def stream_options() -> StreamingOptions:
     """Heartbeat often so a dropped SSE client is noticed at once."""
-    monkeypatch.setattr(streaming, "HEARTBEAT_SECONDS", 0.05)
+    return StreamingOptions(heartbeat_seconds=0.05)
 
 
 @pytest.fixture

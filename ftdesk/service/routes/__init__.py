@@ -13,7 +13,9 @@ from ftdesk.service.routes import (
     preferences,
     reference,
     research,
-    streaming,
+    streaming_sse,
+    streaming_status,
+    streaming_ws,
     watchlists,
 )
 from ftdesk.service.routing import RouteTable
@@ -27,7 +29,9 @@ def route_tables() -> list[RouteTable]:
         accounts.routes,
         orders.routes,
         market_data.routes,
-        streaming.routes,
+        streaming_sse.routes,
+        streaming_ws.routes,
+        streaming_status.routes,
         research.routes,
         watchlists.routes,
         alerts.routes,
