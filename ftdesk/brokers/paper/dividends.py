@@ -22,7 +22,7 @@ from decimal import ROUND_HALF_UP, Decimal
 from ftdesk.brokers.paper.calendar import is_trading_day
 from ftdesk.brokers.paper.ledger_income import Dividend
 from ftdesk.brokers.paper.ledger_money import PRICE_PLACES
-from ftdesk.brokers.paper.market import stable_uniform
+from ftdesk.brokers.paper.market_random import stable_uniform
 from ftdesk.brokers.paper.universe import Security, Universe
 
 PAY_DELAY_MIN_DAYS = 14

@@ -18,7 +18,8 @@ from ftdesk.brokers.paper.engine import ENGINE_SCHEMA, OrderEngine
 from ftdesk.brokers.paper.ledger import LEDGER_SCHEMA, Fill, Ledger
 from ftdesk.brokers.paper.ledger_income import Dividend, DividendSource
 from ftdesk.brokers.paper.ledger_money import sell_fees_cents
-from ftdesk.brokers.paper.market import MarketSimulator, expiration_time
+from ftdesk.brokers.paper.market import MarketSimulator
+from ftdesk.brokers.paper.market_listings import expiration_time
 from ftdesk.brokers.paper.options import format_option_symbol
 from ftdesk.brokers.paper.store import PaperStore
 from ftdesk.brokers.paper.universe import Universe
