@@ -35,15 +35,22 @@ async def fake() -> AsyncIterator[FakeFidelity]:
         yield server
 
 
-@pytest.fixture
-async def broker(fake: FakeFidelity) -> AsyncIterator[FidelityBroker]:
-    """Return a Fidelity broker logged in to the fake, on the fake's clock."""
+@asynccontextmanager
+async def logged_in(fake: FakeFidelity, **settings: Any) -> AsyncIterator[FidelityBroker]:
+    """Run a Fidelity broker logged in to the fake, on the fake's clock (``settings`` as ``FidelityConfig`` takes)."""
     # The fake changes behind ftdesk's back: no answer reuse (read_share), or a test would read the old one.
-    config = FidelityConfig(upstream=fake.base_url, request_timeout=5.0, read_share=0.0)
+    config = FidelityConfig(**{"upstream": fake.base_url, "request_timeout": 5.0, "read_share": 0.0, **settings})
     instance = FidelityBroker(config, fake.clock)
     await instance.start()
-    await instance.login(Credentials(username=FIDELITY_USER, password=SecretStr(FIDELITY_PASSWORD)))
     try:
+        await instance.session.login(Credentials(username=FIDELITY_USER, password=SecretStr(FIDELITY_PASSWORD)))
         yield instance
     finally:
         await instance.close()
+
+
+@pytest.fixture
+async def broker(fake: FakeFidelity) -> AsyncIterator[FidelityBroker]:
+    """Return a Fidelity broker logged in to the fake, on the fake's clock."""
+    async with logged_in(fake) as instance:
+        yield instance

@@ -81,7 +81,7 @@ async def make_rig(beps: BepsConfig | None = None, style: str = "jwt") -> Rig:
 @pytest.fixture
 async def rig() -> AsyncIterator[Rig]:
     made = await make_rig()
-    await made.broker.login(Credentials(username="trader", password=SecretStr("correct-horse")))
+    await made.broker.session.login(Credentials(username="trader", password=SecretStr("correct-horse")))
     try:
         yield made
     finally:
@@ -161,7 +161,7 @@ async def test_a_dropped_connection_reconnects_with_a_token_still_fresh(rig: Rig
 async def test_a_token_answer_of_unknown_shape_is_refused_with_a_reason_not_guessed() -> None:
     made = await make_rig(style="unknown")
     try:
-        await made.broker.login(Credentials(username="trader", password=SecretStr("correct-horse")))
+        await made.broker.session.login(Credentials(username="trader", password=SecretStr("correct-horse")))
         made.hub.set_session_active(True)
         await wait_until(lambda: made.hub.last_error is not None)
         status = made.hub.status()
@@ -179,7 +179,7 @@ async def test_a_token_answer_of_unknown_shape_is_refused_with_a_reason_not_gues
 async def test_settings_override_the_parts_they_name() -> None:
     made = await make_rig(beps=BepsConfig(token=STATIC_TOKEN, mid="MID-FROM-SETTINGS"), style="json")
     try:
-        await made.broker.login(Credentials(username="trader", password=SecretStr("correct-horse")))
+        await made.broker.session.login(Credentials(username="trader", password=SecretStr("correct-horse")))
         made.hub.set_session_active(True)
         await made.live()
         session = made.appsync.current

@@ -86,12 +86,12 @@ async def test_the_adapter_satisfies_the_broker_protocols(broker: FidelityBroker
 
 
 async def test_login_without_a_second_factor(broker: FidelityBroker, fake: FakeFidelity) -> None:
-    session = await broker.login(credentials())
+    session = await broker.session.login(credentials())
     assert session.username == USER
     assert session.member_id == "ee629881ce0a8830"  # the MID of the security context, kept for BEPS
-    assert broker.security.real_time_quotes
+    assert broker.session.security.real_time_quotes
     assert {"ATC", "FC", "RC", "SC"} <= set(broker.cookies())
-    assert [a.acct_num for a in await broker.get_accounts()] == list(p.ACCOUNT_NUMBERS)
+    assert [a.acct_num for a in await broker.accounts.get_accounts()] == list(p.ACCOUNT_NUMBERS)
 
     ecaap = [r for r in fake.requests if r.host == "ecaap.fidelity.com"]
     assert [(r.method, r.path) for r in ecaap] == [
@@ -111,21 +111,21 @@ async def test_login_without_a_second_factor(broker: FidelityBroker, fake: FakeF
 
 async def test_wrong_password_fails_with_the_upstream_message(broker: FidelityBroker, fake: FakeFidelity) -> None:
     with pytest.raises(e.LoginFailed, match="Authentication Failed") as caught:
-        await broker.login(credentials("wrong-password"))
+        await broker.session.login(credentials("wrong-password"))
     assert "wrong-password" not in str(caught.value)
     assert broker.cookies() == {}
     with pytest.raises(e.AuthRequired):
-        await broker.get_accounts()
+        await broker.accounts.get_accounts()
 
 
 @pytest.mark.parametrize("way", ["code", "secret"])
 async def test_login_with_a_second_factor(broker: FidelityBroker, fake: FakeFidelity, way: str) -> None:
     fake.totp_secret = TOTP_SECRET
     extra = {"totp_code": code_at(fake)} if way == "code" else {"totp_secret": SecretStr(TOTP_SECRET)}
-    await broker.login(credentials(**extra))
+    await broker.session.login(credentials(**extra))
     assert fake.hits["/user/factor/totp/authentication"] == 1
     assert fake.hits["/user/session/login"] == 3  # the stale-session DELETE, the 1201 answer, the session
-    assert await broker.get_accounts()
+    assert await broker.accounts.get_accounts()
 
 
 async def test_a_second_factor_account_without_a_code_or_with_a_wrong_one(
@@ -133,10 +133,10 @@ async def test_a_second_factor_account_without_a_code_or_with_a_wrong_one(
 ) -> None:
     fake.totp_secret = TOTP_SECRET
     with pytest.raises(e.TotpRequired, match="totp_code or totp_secret"):
-        await broker.login(credentials())
+        await broker.session.login(credentials())
     wrong = str((int(code_at(fake)) + 500_000) % 1_000_000).zfill(6)
     with pytest.raises(e.TotpRequired, match="2FA failed: Invalid security code"):
-        await broker.login(credentials(totp_code=wrong))
+        await broker.session.login(credentials(totp_code=wrong))
     assert fake.sessions == set()  # no session was created by either attempt
 
 
@@ -145,8 +145,8 @@ async def test_secrets_never_reach_the_log(
 ) -> None:
     fake.totp_secret = TOTP_SECRET
     caplog.set_level(logging.DEBUG)
-    await broker.login(credentials(totp_secret=SecretStr(TOTP_SECRET)))
-    await broker.get_positions(p.MARGIN)
+    await broker.session.login(credentials(totp_secret=SecretStr(TOTP_SECRET)))
+    await broker.accounts.get_positions(p.MARGIN)
     cookie_values = list(broker.cookies().values())
     for secret in [PASSWORD, TOTP_SECRET, *cookie_values]:
         assert secret not in caplog.text
@@ -156,50 +156,50 @@ async def test_secrets_never_reach_the_log(
 async def test_expiry_is_reported_and_a_fresh_login_recovers(
     broker: FidelityBroker, fake: FakeFidelity, style: str
 ) -> None:
-    await broker.login(credentials())
-    assert await broker.get_positions(p.MARGIN)
+    await broker.session.login(credentials())
+    assert await broker.accounts.get_positions(p.MARGIN)
     fake.expiry_style = style
     fake.expire()
     with pytest.raises(e.SessionExpired):
-        await broker.get_positions(p.MARGIN)
+        await broker.accounts.get_positions(p.MARGIN)
     with pytest.raises(e.SessionExpired):
-        await broker.keep_alive()
-    await broker.login(credentials())
-    assert [pos.symbol for pos in await broker.get_positions(p.MARGIN)] == ["SPAXX", "AAPL", "UNH260618C350"]
+        await broker.session.keep_alive()
+    await broker.session.login(credentials())
+    assert [pos.symbol for pos in await broker.accounts.get_positions(p.MARGIN)] == ["SPAXX", "AAPL", "UNH260618C350"]
     assert fake.logins == 2
 
 
 async def test_keep_alive_extends_a_live_session_and_needs_one(broker: FidelityBroker, fake: FakeFidelity) -> None:
     with pytest.raises(e.AuthRequired):
-        await broker.keep_alive()
-    await broker.login(credentials())
-    await broker.keep_alive()
-    await broker.keep_alive()
+        await broker.session.keep_alive()
+    await broker.session.login(credentials())
+    await broker.session.keep_alive()
+    await broker.session.keep_alive()
     assert fake.hits["/ftgw/digital/portfolio/extendsession"] == 2
 
 
 async def test_logout_ends_the_upstream_session_and_is_idempotent(broker: FidelityBroker, fake: FakeFidelity) -> None:
-    await broker.login(credentials())
+    await broker.session.login(credentials())
     assert len(fake.sessions) == 1
-    await broker.logout()
+    await broker.session.logout()
     assert fake.sessions == set() and broker.cookies() == {}
-    await broker.logout()
+    await broker.session.logout()
     with pytest.raises(e.AuthRequired):
-        await broker.get_positions(p.MARGIN)
+        await broker.accounts.get_positions(p.MARGIN)
 
 
 async def test_a_failing_security_context_does_not_fail_the_login(broker: FidelityBroker, fake: FakeFidelity) -> None:
     fake.security_context_status = 500
-    session = await broker.login(credentials())
+    session = await broker.session.login(credentials())
     assert session.member_id is None
-    assert await broker.get_accounts()
+    assert await broker.accounts.get_accounts()
 
 
 async def test_identical_concurrent_reads_share_one_upstream_call(broker: FidelityBroker, fake: FakeFidelity) -> None:
-    await broker.login(credentials())
-    await broker.get_accounts()
+    await broker.session.login(credentials())
+    await broker.accounts.get_accounts()
     fake.hold(POSITIONS_PATH)
-    calls = [asyncio.create_task(broker.get_positions(p.MARGIN)) for _ in range(5)]
+    calls = [asyncio.create_task(broker.accounts.get_positions(p.MARGIN)) for _ in range(5)]
     async with asyncio.timeout(5):
         while fake.hits[POSITIONS_PATH] == 0:  # noqa: ASYNC110 - the fake has no arrival event
             await asyncio.sleep(0.005)
@@ -207,16 +207,16 @@ async def test_identical_concurrent_reads_share_one_upstream_call(broker: Fideli
     results = await asyncio.gather(*calls)
     assert fake.hits[POSITIONS_PATH] == 1
     assert all(result == results[0] for result in results) and len(results[0]) == 3
-    await broker.get_positions(p.MARGIN)  # a later read is a new call
+    await broker.accounts.get_positions(p.MARGIN)  # a later read is a new call
     assert fake.hits[POSITIONS_PATH] == 2
 
 
 async def test_a_caller_giving_up_does_not_cancel_the_shared_read(broker: FidelityBroker, fake: FakeFidelity) -> None:
-    await broker.login(credentials())
-    await broker.get_accounts()
+    await broker.session.login(credentials())
+    await broker.accounts.get_accounts()
     fake.hold(POSITIONS_PATH)
-    impatient = asyncio.create_task(broker.get_positions(p.MARGIN))
-    patient = asyncio.create_task(broker.get_positions(p.MARGIN))
+    impatient = asyncio.create_task(broker.accounts.get_positions(p.MARGIN))
+    patient = asyncio.create_task(broker.accounts.get_positions(p.MARGIN))
     async with asyncio.timeout(5):
         while fake.hits[POSITIONS_PATH] == 0:  # noqa: ASYNC110 - the fake has no arrival event
             await asyncio.sleep(0.005)
@@ -227,8 +227,8 @@ async def test_a_caller_giving_up_does_not_cancel_the_shared_read(broker: Fideli
 
 
 async def test_positions_and_balances_are_mapped_from_the_upstream_shapes(broker: FidelityBroker) -> None:
-    await broker.login(credentials())
-    positions = {pos.symbol: pos for pos in await broker.get_positions(p.MARGIN)}
+    await broker.session.login(credentials())
+    positions = {pos.symbol: pos for pos in await broker.accounts.get_positions(p.MARGIN)}
     aapl = positions["AAPL"]
     assert aapl.security_type is SecurityType.EQUITY and aapl.quantity == 10.0 and aapl.market_value == 1825.0
     assert (aapl.last_price, aapl.prev_close_price, aapl.cost_basis) == (182.5, 181.25, 1500.0)
@@ -241,21 +241,21 @@ async def test_positions_and_balances_are_mapped_from_the_upstream_shapes(broker
         350.0,
         "2026-06-18",
     )
-    balance = await broker.get_balances(p.MARGIN)
+    balance = await broker.accounts.get_balances(p.MARGIN)
     assert (balance.net_worth, balance.cash, balance.margin_buying_power) == (149174.04, 3064.58, 11714.40)
     assert balance.margin_debt == pytest.approx(317.61) and balance.option_market_value == 14575.0
-    cash = await broker.get_balances(p.INDIVIDUAL)
+    cash = await broker.accounts.get_balances(p.INDIVIDUAL)
     assert cash.margin_buying_power is None and cash.settled_cash == 4600.25
-    assert await broker.get_positions(p.WORKPLACE) == []  # no positionDetails at all upstream
+    assert await broker.accounts.get_positions(p.WORKPLACE) == []  # no positionDetails at all upstream
 
 
 async def test_unknown_accounts_and_upstream_errors(broker: FidelityBroker, fake: FakeFidelity) -> None:
-    await broker.login(credentials())
+    await broker.session.login(credentials())
     with pytest.raises(e.NotFound):
-        await broker.get_balances("Z00000000")
+        await broker.accounts.get_balances("Z00000000")
     fake.failures[POSITIONS_PATH] = (500, {"message": "Backend unavailable, try later"})
     with pytest.raises(e.BrokerError, match=r"HTTP 500.*Backend unavailable") as caught:
-        await broker.get_positions(p.MARGIN)
+        await broker.accounts.get_positions(p.MARGIN)
     assert not isinstance(caught.value, e.SessionExpired)
     error_body = {
         "respTypeCode": "E",
@@ -265,18 +265,18 @@ async def test_unknown_accounts_and_upstream_errors(broker: FidelityBroker, fake
     }
     fake.failures[POSITIONS_PATH] = (200, error_body)
     with pytest.raises(e.BrokerError, match="Down for maintenance"):
-        await broker.get_positions(p.MARGIN)
+        await broker.accounts.get_positions(p.MARGIN)
 
 
 async def test_the_session_cookies_open_mdds(broker: FidelityBroker, fake: FakeFidelity) -> None:
-    await broker.login(credentials())
+    await broker.session.login(credentials())
     mdds = FakeMdds(cookie=("ATC", broker.cookies()["ATC"]))
     await mdds.start()
     try:
         feed = MddsQuoteFeed(cookies=broker.cookies, router=UpstreamRouter(mdds.base_url), clock=SystemClock())
         quotes = await feed.snapshot(["AAPL"])
         assert [q.symbol for q in quotes] == ["AAPL"] and isinstance(quotes[0], Quote)
-        await broker.logout()
+        await broker.session.logout()
         with pytest.raises(e.AuthRequired):
             await feed.connect()
     finally:

@@ -91,7 +91,7 @@ async def make_broker(fake: FakeFidelity, clock: WatchedClock) -> AsyncIterator[
 @pytest.fixture
 async def broker(make_broker: Callable[..., FidelityBroker]) -> FidelityBroker:
     instance = make_broker()
-    await instance.login(credentials())
+    await instance.session.login(credentials())
     return instance
 
 
@@ -104,7 +104,7 @@ async def test_a_tight_read_loop_never_waits_while_the_upstream_has_not_complain
 ) -> None:
     async with asyncio.timeout(20):  # the clock never moves: any wait for a budget would hang here
         for _ in range(300):
-            assert len(await broker.get_positions(p.MARGIN)) == 3
+            assert len(await broker.accounts.get_positions(p.MARGIN)) == 3
     assert fake.hits[POSITIONS] == 300
 
 
@@ -112,7 +112,7 @@ async def test_a_read_answered_429_is_retried_after_its_retry_after(
     broker: FidelityBroker, fake: FakeFidelity, clock: WatchedClock
 ) -> None:
     fake.push_back(POSITIONS, 429, retry_after=2)
-    read = asyncio.create_task(broker.get_positions(p.MARGIN))
+    read = asyncio.create_task(broker.accounts.get_positions(p.MARGIN))
     await clock.sleeping()
     await clock.advance(1.9)
     assert not read.done() and fake.hits[POSITIONS] == 1  # Retry-After is honoured, not cut short
@@ -127,7 +127,7 @@ async def test_502_503_504_and_a_cut_connection_are_retried_with_backoff(
 ) -> None:
     for status in (502, 0, 504):
         fake.push_back(POSITIONS, status)
-    read = asyncio.create_task(broker.get_positions(p.MARGIN))
+    read = asyncio.create_task(broker.accounts.get_positions(p.MARGIN))
     while not read.done():
         await clock.sleeping()
         await clock.advance(1.0)  # the jittered backoff is at most 0.25, 0.5, then 1 s
@@ -139,7 +139,7 @@ async def test_a_read_whose_retries_run_out_answers_upstream_busy(
     broker: FidelityBroker, fake: FakeFidelity, clock: WatchedClock
 ) -> None:
     fake.push_back(BALANCES, 503, times=10)
-    read = asyncio.create_task(broker.get_balances(p.MARGIN))
+    read = asyncio.create_task(broker.accounts.get_balances(p.MARGIN))
     while not read.done():
         await clock.sleeping()
         await clock.advance(5.0)
@@ -156,11 +156,11 @@ async def test_a_retry_after_past_the_read_budget_fails_at_once_instead_of_hangi
     fake.push_back(POSITIONS, 429, retry_after=60)
     async with asyncio.timeout(5):  # the clock never moves
         with pytest.raises(e.BrokerError) as caught:
-            await broker.get_positions(p.MARGIN)
+            await broker.accounts.get_positions(p.MARGIN)
         assert caught.value.details["reason"] == "UPSTREAM_BUSY" and caught.value.details["retry_after"] >= 60
         # Other reads respect the pause too, and say so at once rather than wait past their budget.
         with pytest.raises(e.BrokerError, match="slow down") as later:
-            await broker.get_balances(p.MARGIN)
+            await broker.accounts.get_balances(p.MARGIN)
     assert later.value.details["reason"] == "UPSTREAM_BUSY"
     assert fake.hits[POSITIONS] == 1 and fake.hits[BALANCES] == 0
 
@@ -169,11 +169,11 @@ async def test_a_write_answered_429_or_cut_off_is_never_retried(broker: Fidelity
     fake.push_back(NOTE_CREATE, 429, retry_after=1)
     async with asyncio.timeout(5):
         with pytest.raises(e.BrokerError, match="never sends a write twice") as caught:
-            await broker.create_note(NoteDraft(note="n", symbol="SPY", title="t"))
+            await broker.research.create_note(NoteDraft(note="n", symbol="SPY", title="t"))
         assert caught.value.details["upstream_status"] == 429 and caught.value.details["retried"] is False
         fake.push_back(NOTE_CREATE, 0)
         with pytest.raises(e.BrokerError, match="Cannot reach Fidelity"):
-            await broker.create_note(NoteDraft(note="n", symbol="SPY", title="t"))
+            await broker.research.create_note(NoteDraft(note="n", symbol="SPY", title="t"))
     assert fake.hits[NOTE_CREATE] == 2
 
 
@@ -181,20 +181,20 @@ async def test_pushback_slows_reads_then_they_recover_and_writes_never_wait_behi
     broker: FidelityBroker, fake: FakeFidelity, clock: WatchedClock
 ) -> None:
     for _ in range(20):
-        await broker.get_positions(p.MARGIN)
+        await broker.accounts.get_positions(p.MARGIN)
     fake.push_back(POSITIONS, 429, retry_after=1)
-    first = asyncio.create_task(broker.get_positions(p.MARGIN))
+    first = asyncio.create_task(broker.accounts.get_positions(p.MARGIN))
     await clock.sleeping()
     budget = broker.politeness.reads
     assert budget.rate is not None and budget.pushbacks == 1
     # A different read waits for the pause as well ...
-    other = asyncio.create_task(broker.get_balances(p.MARGIN))
+    other = asyncio.create_task(broker.accounts.get_balances(p.MARGIN))
     for _ in range(20):
         await asyncio.sleep(0)
     assert fake.hits[BALANCES] == 0
     # ... while a write goes out at once.
     async with asyncio.timeout(5):
-        await broker.create_note(NoteDraft(note="n", symbol="SPY", title="t"))
+        await broker.research.create_note(NoteDraft(note="n", symbol="SPY", title="t"))
     while not (first.done() and other.done()):
         await clock.advance(0.5)
     assert len(await first) == 3 and (await other).acct_num == p.MARGIN
@@ -203,7 +203,7 @@ async def test_pushback_slows_reads_then_they_recover_and_writes_never_wait_behi
     assert budget.rate is None
     async with asyncio.timeout(10):
         for _ in range(50):
-            await broker.get_positions(p.MARGIN)
+            await broker.accounts.get_positions(p.MARGIN)
 
 
 async def test_logins_over_the_budget_are_refused_at_once_with_the_wait(
@@ -212,35 +212,35 @@ async def test_logins_over_the_budget_are_refused_at_once_with_the_wait(
     broker = make_broker(login_per_minute=3)
     async with asyncio.timeout(10):
         for _ in range(3):
-            await broker.login(credentials())
+            await broker.session.login(credentials())
         with pytest.raises(e.BrokerError, match="logged in to Fidelity 3 times in the last minute") as caught:
-            await broker.login(credentials())
+            await broker.session.login(credentials())
     assert caught.value.details == {"reason": "LOGIN_RATE_LIMITED", "retry_after": 20.0}
     assert fake.logins == 3 and broker.cookies()  # the refused login left the live session alone
     await clock.advance(20)
-    await broker.login(credentials())
+    await broker.session.login(credentials())
     assert fake.logins == 4
 
 
 async def test_reference_data_is_served_from_the_cache_while_fresh(
     make_broker: Callable[..., FidelityBroker], broker: FidelityBroker, fake: FakeFidelity, clock: WatchedClock
 ) -> None:
-    first = await broker.get_holiday_calendar(None)
-    assert await broker.get_holiday_calendar(None) == first
+    first = await broker.market_data.get_holiday_calendar(None)
+    assert await broker.market_data.get_holiday_calendar(None) == first
     assert fake.hits[HOLIDAYS] == 1
-    await broker.search_symbols("AA")
-    await broker.search_symbols("AA")
-    await broker.search_symbols("MS")
+    await broker.research.search_symbols("AA")
+    await broker.research.search_symbols("AA")
+    await broker.research.search_symbols("MS")
     assert fake.hits[AUTOSUGGEST] == 2  # per query
     await clock.advance(600)
-    await broker.search_symbols("AA")
-    await broker.get_holiday_calendar(None)
+    await broker.research.search_symbols("AA")
+    await broker.market_data.get_holiday_calendar(None)
     assert fake.hits[AUTOSUGGEST] == 3 and fake.hits[HOLIDAYS] == 1  # 10 minutes vs 12 hours
-    await broker.get_positions(p.MARGIN)
-    await broker.get_positions(p.MARGIN)
+    await broker.accounts.get_positions(p.MARGIN)
+    await broker.accounts.get_positions(p.MARGIN)
     assert fake.hits[POSITIONS] == 2  # account data is never cached
-    await broker.login(credentials())
-    await broker.get_holiday_calendar(None)
+    await broker.session.login(credentials())
+    await broker.market_data.get_holiday_calendar(None)
     assert fake.hits[HOLIDAYS] == 2  # a new login starts empty
 
 
@@ -248,13 +248,13 @@ async def test_the_screener_token_is_reused_until_it_expires(
     broker: FidelityBroker, fake: FakeFidelity, clock: WatchedClock
 ) -> None:
     for _ in range(3):
-        assert (await broker.run_screener(ScanDefinition(limit=2))).rows
+        assert (await broker.research.run_screener(ScanDefinition(limit=2))).rows
     assert fake.hits[SAML] == 1 and fake.hits[SCAN] == 3  # one sign-in, three scans
     await clock.advance(3600 - 60)  # the fake's token lives an hour: within a minute of expiry it is renewed
-    await broker.run_screener(ScanDefinition(limit=2))
+    await broker.research.run_screener(ScanDefinition(limit=2))
     assert fake.hits[SAML] == 2
     fake.research.tokens.clear()  # LiveVol forgets the token early: fetched again once, and the scan runs
-    assert (await broker.run_screener(ScanDefinition(limit=2))).rows
+    assert (await broker.research.run_screener(ScanDefinition(limit=2))).rows
     assert fake.hits[SAML] == 3 and fake.hits[SCAN] == 6
 
 
@@ -264,7 +264,7 @@ async def test_an_answer_serves_identical_reads_for_a_second_and_a_write_ends_th
     async def slow_read(seconds: float) -> None:
         before = fake.hits[POSITIONS]
         fake.hold(POSITIONS)
-        read = asyncio.create_task(broker.get_positions(p.MARGIN))
+        read = asyncio.create_task(broker.accounts.get_positions(p.MARGIN))
         async with asyncio.timeout(5):
             while fake.hits[POSITIONS] == before:  # noqa: ASYNC110 - the fake has no arrival event
                 await asyncio.sleep(0.001)
@@ -275,21 +275,21 @@ async def test_an_answer_serves_identical_reads_for_a_second_and_a_write_ends_th
     await slow_read(0.4)  # reads now take 0.12 s on average: far enough to share
     hits = fake.hits[POSITIONS]
     await clock.advance(0.9)
-    await broker.get_positions(p.MARGIN)  # 0.9 s after the answer arrived: that answer
-    await broker.get_balances(p.MARGIN)  # another read is asked for
+    await broker.accounts.get_positions(p.MARGIN)  # 0.9 s after the answer arrived: that answer
+    await broker.accounts.get_balances(p.MARGIN)  # another read is asked for
     assert fake.hits[POSITIONS] == hits and fake.hits[BALANCES] == 1
     await clock.advance(0.1)
-    await broker.get_positions(p.MARGIN)  # 1 s after: asked again
+    await broker.accounts.get_positions(p.MARGIN)  # 1 s after: asked again
     assert fake.hits[POSITIONS] == hits + 1
 
     await clock.advance(1.0)
     await slow_read(0.4)
-    await broker.create_note(NoteDraft(note="n", symbol="SPY", title="t"))
-    await broker.get_positions(p.MARGIN)  # a write came in between: asked again
+    await broker.research.create_note(NoteDraft(note="n", symbol="SPY", title="t"))
+    await broker.accounts.get_positions(p.MARGIN)  # a write came in between: asked again
     assert fake.hits[POSITIONS] == hits + 3
 
 
 async def test_answers_of_a_quick_upstream_are_not_kept(broker: FidelityBroker, fake: FakeFidelity) -> None:
     for _ in range(3):
-        await broker.get_positions(p.MARGIN)  # the clock does not move: the answers take no time
+        await broker.accounts.get_positions(p.MARGIN)  # the clock does not move: the answers take no time
     assert fake.hits[POSITIONS] == 3

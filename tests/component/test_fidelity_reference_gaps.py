@@ -35,10 +35,10 @@ def closed_parameters(fake: FakeFidelity) -> dict[str, Any]:
 async def test_closed_positions_send_ytd_or_explicit_dates_never_an_invented_type(
     broker: FidelityBroker, fake: FakeFidelity
 ) -> None:
-    await broker.get_closed_positions(p.MARGIN, None, None)
+    await broker.accounts.get_closed_positions(p.MARGIN, None, None)
     ytd = closed_parameters(fake)
     assert ytd["dateType"] == "YTD" and ytd["startDate"].startswith("01/01/")
-    await broker.get_closed_positions(p.MARGIN, date(2025, 3, 1), date(2025, 6, 30))
+    await broker.accounts.get_closed_positions(p.MARGIN, date(2025, 3, 1), date(2025, 6, 30))
     explicit = closed_parameters(fake)
     assert (explicit["dateType"], explicit["startDate"], explicit["endDate"]) == (None, "03/01/2025", "06/30/2025")
     assert "dateType" in explicit and explicit["taxYear"] is None  # the app sends unset fields as null
@@ -47,12 +47,12 @@ async def test_closed_positions_send_ytd_or_explicit_dates_never_an_invented_typ
 async def test_the_trigger_list_names_no_symbol_and_every_trigger_can_be_deleted(
     broker: FidelityBroker, fake: FakeFidelity
 ) -> None:
-    listed = await broker.get_price_triggers()
+    listed = await broker.user_data.get_price_triggers()
     assert [(t.symbol, t.basis.value) for t in listed] == [("AAPL", "PRICE"), ("SPY", "PERCENT")]
     assert fake.user_data.trigger_list_queries and all("symbol" not in q for q in fake.user_data.trigger_list_queries)
     # A percent trigger made in Trader+ can be deleted like any other.
     assert PERCENT_TRIGGER in fake.user_data.active_trigger_ids()
-    await broker.delete_price_trigger(PERCENT_TRIGGER)
+    await broker.user_data.delete_price_trigger(PERCENT_TRIGGER)
     assert PERCENT_TRIGGER not in fake.user_data.active_trigger_ids()
 
 

@@ -11,7 +11,7 @@ from tests.fakes.fidelity_server import FakeFidelity
 
 
 async def test_earnings_for_pipe_joined_symbols(broker: FidelityBroker, fake: FakeFidelity) -> None:
-    events = await broker.get_earnings(["ual", "AAPL", "UAL"])
+    events = await broker.research.get_earnings(["ual", "AAPL", "UAL"])
     assert {ev.symbol for ev in events} == {"UAL", "AAPL"}
     ual = [ev for ev in events if ev.symbol == "UAL"]
     assert ual[0].report_date == "2024-04-16" and ual[0].fiscal_period == "Q1 2024"
@@ -21,7 +21,7 @@ async def test_earnings_for_pipe_joined_symbols(broker: FidelityBroker, fake: Fa
 
 
 async def test_dividends_declared_and_history(broker: FidelityBroker) -> None:
-    events = await broker.get_dividends(["UNH", "AAPL"])
+    events = await broker.research.get_dividends(["UNH", "AAPL"])
     assert [(ev.ex_date, ev.amount) for ev in events] == [
         ("2026-03-09", 2.21),
         ("2024-06-17", 2.1),
@@ -32,18 +32,18 @@ async def test_dividends_declared_and_history(broker: FidelityBroker) -> None:
 
 
 async def test_autosuggest_puts_the_exact_symbol_first(broker: FidelityBroker) -> None:
-    hits = await broker.search_symbols("AAPL")
+    hits = await broker.research.search_symbols("AAPL")
     assert [h.symbol for h in hits.suggestions] == ["AAPL", "AAPLW"]
-    spy = await broker.search_symbols("SP")
+    spy = await broker.research.search_symbols("SP")
     kinds = {h.symbol: h.security_type for h in spy.suggestions}
     assert kinds == {"SPAXX": "MONEY_MARKET", "SPY": "ETF"}
 
 
 async def test_analytics_of_a_long_call_priced_from_the_montage(broker: FidelityBroker, fake: FakeFidelity) -> None:
-    chain = await broker.get_option_chain("AAPL")
+    chain = await broker.market_data.get_option_chain("AAPL")
     call = chain.expirations[0].strikes[3].call
     assert call is not None
-    result = await broker.analyze_position(
+    result = await broker.research.analyze_position(
         AnalyticsRequest(symbol="AAPL", legs=[AnalyticsLeg(symbol=call.symbol, quantity=1)])
     )
     mid = round((7.99 + 8.08) / 2, 4)
@@ -59,9 +59,11 @@ async def test_analytics_of_a_long_call_priced_from_the_montage(broker: Fidelity
 
 
 async def test_screener_runs_the_three_saml_hops_then_filters(broker: FidelityBroker, fake: FakeFidelity) -> None:
-    result = await broker.run_screener(ScanDefinition(sort_by="volume", limit=3))
+    result = await broker.research.run_screener(ScanDefinition(sort_by="volume", limit=3))
     assert [row.symbol for row in result.rows] == ["SPY", "AAPL", "UNH"] and result.total_matches == 6
-    prmb = await broker.run_screener(ScanDefinition(criteria=[ScanCriterion(field="price", max=20)], sort_by="price"))
+    prmb = await broker.research.run_screener(
+        ScanDefinition(criteria=[ScanCriterion(field="price", max=20)], sort_by="price")
+    )
     assert [(row.symbol, row.price, row.volume) for row in prmb.rows] == [("PRMB", 18.65, 16427), ("QS", 6.85, 55012)]
     assert prmb.rows[0].change_pct == pytest.approx(-0.22 / 18.87 * 100, abs=1e-3)
     screener_hosts = ("fidelity-widgets.financial.com", "fidelity.apps.livevol.com")
@@ -78,29 +80,31 @@ async def test_screener_runs_the_three_saml_hops_then_filters(broker: FidelityBr
 async def test_screener_refusal_is_a_broker_error(broker: FidelityBroker, fake: FakeFidelity) -> None:
     fake.failures["/auth/api/v1/sessions/samllogin"] = (401, {"message": "bad assertion"})
     with pytest.raises(e.BrokerError, match="sign-in was refused"):
-        await broker.run_screener(ScanDefinition())
+        await broker.research.run_screener(ScanDefinition())
     assert broker.cookies()  # the Fidelity session itself is untouched
 
 
 async def test_notebook_crud_and_guards(broker: FidelityBroker, fake: FakeFidelity) -> None:
-    assert await broker.get_notes() == []
-    note = await broker.create_note(NoteDraft(note="Watch the 50-day", symbol="spy", title="SPY idea"))
+    assert await broker.research.get_notes() == []
+    note = await broker.research.create_note(NoteDraft(note="Watch the 50-day", symbol="spy", title="SPY idea"))
     assert note.symbol == "SPY" and note.note_id and note.create_date
-    assert note in await broker.get_notes()
+    assert note in await broker.research.get_notes()
     with pytest.raises(e.Conflict):
-        await broker.update_note(note.note_id, NoteUpdate(note="x", old_symbol="QQQ"))
-    updated = await broker.update_note(note.note_id, NoteUpdate(note="Broke out", old_symbol="SPY", new_symbol="QQQ"))
+        await broker.research.update_note(note.note_id, NoteUpdate(note="x", old_symbol="QQQ"))
+    updated = await broker.research.update_note(
+        note.note_id, NoteUpdate(note="Broke out", old_symbol="SPY", new_symbol="QQQ")
+    )
     assert (updated.note, updated.symbol, updated.title) == ("Broke out", "QQQ", "SPY idea")
     sent = [r for r in fake.requests if r.path.endswith("/note/update/v1")][-1]
     assert sent.body["noteId"] == note.note_id and "request" not in sent.body
     with pytest.raises(e.Conflict):
-        await broker.delete_note(note.note_id, "SPY")
-    await broker.delete_note(note.note_id, "QQQ")
-    assert await broker.get_notes() == []
+        await broker.research.delete_note(note.note_id, "SPY")
+    await broker.research.delete_note(note.note_id, "QQQ")
+    assert await broker.research.get_notes() == []
     with pytest.raises(e.NotFound):
-        await broker.delete_note(note.note_id, "QQQ")
+        await broker.research.delete_note(note.note_id, "QQQ")
 
 
 async def test_an_upstream_note_refusal_carries_its_message(broker: FidelityBroker) -> None:
     with pytest.raises(e.BrokerError, match="A note needs text"):
-        await broker.create_note(NoteDraft.model_construct(note=" ", symbol="", title=""))
+        await broker.research.create_note(NoteDraft.model_construct(note=" ", symbol="", title=""))

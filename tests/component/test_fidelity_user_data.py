@@ -39,7 +39,7 @@ def assert_flat_data_call(request: RecordedRequest) -> None:
 
 
 async def test_watchlists_are_listed_in_creation_order(broker: FidelityBroker, fake: FakeFidelity) -> None:
-    watchlists = await broker.get_watchlists()
+    watchlists = await broker.user_data.get_watchlists()
     assert [(w.name, w.symbols) for w in watchlists] == [("Buys", ["AAPL", "ES"]), ("Research", ["CODI"])]
     assert watchlists[1].watchlist_id == u.RESEARCH_LIST_ID and watchlists[1].raw is not None
     [request] = received(fake, f"{WATCHLISTS}/get")
@@ -48,9 +48,9 @@ async def test_watchlists_are_listed_in_creation_order(broker: FidelityBroker, f
 
 
 async def test_a_new_watchlist_is_saved_and_listed(broker: FidelityBroker, fake: FakeFidelity) -> None:
-    saved = await broker.save_watchlist(WatchlistDraft(name="Momentum", symbols=["nvda", " amd", "NVDA"]))
+    saved = await broker.user_data.save_watchlist(WatchlistDraft(name="Momentum", symbols=["nvda", " amd", "NVDA"]))
     assert saved.name == "Momentum" and saved.symbols == ["NVDA", "AMD"]
-    assert saved.watchlist_id in {w.watchlist_id for w in await broker.get_watchlists()}
+    assert saved.watchlist_id in {w.watchlist_id for w in await broker.user_data.get_watchlists()}
     assert saved.update_date.endswith("+00:00")
     [request] = received(fake, f"{WATCHLISTS}/save")
     assert_flat_data_call(request)
@@ -61,7 +61,7 @@ async def test_a_new_watchlist_is_saved_and_listed(broker: FidelityBroker, fake:
 
 async def test_a_replace_keeps_the_ids_of_symbols_the_list_had(broker: FidelityBroker, fake: FakeFidelity) -> None:
     before = {s["symbol"]: s["securityId"] for s in fake.user_data.watchlists[1]["securityDetails"]}
-    saved = await broker.save_watchlist(
+    saved = await broker.user_data.save_watchlist(
         WatchlistDraft(watchlist_id=u.BUYS_LIST_ID, name="Buys 2026", symbols=["MSFT", "AAPL"])
     )
     assert (saved.watchlist_id, saved.name, saved.symbols) == (u.BUYS_LIST_ID, "Buys 2026", ["MSFT", "AAPL"])
@@ -69,27 +69,29 @@ async def test_a_replace_keeps_the_ids_of_symbols_the_list_had(broker: FidelityB
     assert stored["watchListName"] == "Buys 2026" and stored["isDefault"] is True
     ids = {s["symbol"]: s["securityId"] for s in stored["securityDetails"]}
     assert ids["AAPL"] == before["AAPL"] and ids["MSFT"] not in before.values()
-    assert [w.name for w in await broker.get_watchlists()] == ["Buys 2026", "Research"]
+    assert [w.name for w in await broker.user_data.get_watchlists()] == ["Buys 2026", "Research"]
 
 
 async def test_unknown_ids_and_taken_names_are_refused_before_anything_is_saved(
     broker: FidelityBroker, fake: FakeFidelity
 ) -> None:
     with pytest.raises(e.NotFound, match="no-such-list"):
-        await broker.save_watchlist(WatchlistDraft(watchlist_id="no-such-list", name="X"))
+        await broker.user_data.save_watchlist(WatchlistDraft(watchlist_id="no-such-list", name="X"))
     with pytest.raises(e.Conflict, match="'Research'"):
-        await broker.save_watchlist(WatchlistDraft(name="research", symbols=["SPY"]))
+        await broker.user_data.save_watchlist(WatchlistDraft(name="research", symbols=["SPY"]))
     with pytest.raises(e.Conflict):
-        await broker.save_watchlist(WatchlistDraft(watchlist_id=u.BUYS_LIST_ID, name="RESEARCH"))
+        await broker.user_data.save_watchlist(WatchlistDraft(watchlist_id=u.BUYS_LIST_ID, name="RESEARCH"))
     assert received(fake, f"{WATCHLISTS}/save") == []
-    renamed = await broker.save_watchlist(WatchlistDraft(watchlist_id=u.BUYS_LIST_ID, name="buys"))  # its own name
+    renamed = await broker.user_data.save_watchlist(
+        WatchlistDraft(watchlist_id=u.BUYS_LIST_ID, name="buys")
+    )  # its own name
     assert renamed.name == "buys"
 
 
 async def test_a_refused_save_carries_the_upstream_message(broker: FidelityBroker, fake: FakeFidelity) -> None:
     fake.user_data.watchlist_refusal = ("WL0042", "You can have at most 50 watchlists")
     with pytest.raises(e.BrokerError, match="at most 50 watchlists") as caught:
-        await broker.save_watchlist(WatchlistDraft(name="One too many"))
+        await broker.user_data.save_watchlist(WatchlistDraft(name="One too many"))
     assert caught.value.details == {"upstream_codes": ["WL0042"]}
     assert len(fake.user_data.watchlists) == 2
 
@@ -98,12 +100,15 @@ async def test_a_refused_save_carries_the_upstream_message(broker: FidelityBroke
 
 
 async def test_preferences_round_trip_in_ftdesks_own_path(broker: FidelityBroker, fake: FakeFidelity) -> None:
-    assert await broker.get_preferences() == {}  # Trader+'s own settings are not ftdesk's
-    assert await broker.put_preferences({"theme": "dark", "chart.days": "30"}) == {"chart.days": "30", "theme": "dark"}
-    assert await broker.put_preferences({"theme": "light"}) == {"chart.days": "30", "theme": "light"}
+    assert await broker.user_data.get_preferences() == {}  # Trader+'s own settings are not ftdesk's
+    assert await broker.user_data.put_preferences({"theme": "dark", "chart.days": "30"}) == {
+        "chart.days": "30",
+        "theme": "dark",
+    }
+    assert await broker.user_data.put_preferences({"theme": "light"}) == {"chart.days": "30", "theme": "light"}
     fake.user_data.preferences[PREFERENCE_PATH]["columns"] = 3  # a JSON number, as the upstream may send
-    assert (await broker.get_preferences())["columns"] == "3"
-    assert await broker.delete_preferences(["theme", "never-set"]) == {"chart.days": "30", "columns": "3"}
+    assert (await broker.user_data.get_preferences())["columns"] == "3"
+    assert await broker.user_data.delete_preferences(["theme", "never-set"]) == {"chart.days": "30", "columns": "3"}
     [delete] = received(fake, f"{PREFS}/deletepreference")
     assert_flat_data_call(delete)
     assert delete.body == {"preferences": [{"prefKeys": ["theme"], "preferencePath": PREFERENCE_PATH}]}
@@ -116,17 +121,17 @@ async def test_preferences_round_trip_in_ftdesks_own_path(broker: FidelityBroker
 async def test_deleting_everything_leaves_trader_plus_settings_alone(
     broker: FidelityBroker, fake: FakeFidelity
 ) -> None:
-    await broker.put_preferences({"a": "1", "b": "2"})
-    assert await broker.delete_preferences(None) == {}
+    await broker.user_data.put_preferences({"a": "1", "b": "2"})
+    assert await broker.user_data.delete_preferences(None) == {}
     assert fake.user_data.preferences["user/atn/global/v1"]["DefaultAccountNumber"] == "250357290"
-    assert await broker.delete_preferences(["a"]) == {}  # nothing left: no delete is sent
+    assert await broker.user_data.delete_preferences(["a"]) == {}  # nothing left: no delete is sent
     assert len(received(fake, f"{PREFS}/deletepreference")) == 1
 
 
 async def test_a_refused_preference_write_is_a_broker_error(broker: FidelityBroker, fake: FakeFidelity) -> None:
     fake.failures[f"{PREFS}/savepreference"] = (500, {"message": "Preference service unavailable"})
     with pytest.raises(e.BrokerError, match="Preference service unavailable"):
-        await broker.put_preferences({"theme": "dark"})
+        await broker.user_data.put_preferences({"theme": "dark"})
 
 
 # --- alerts -------------------------------------------------------------------------------------
@@ -135,7 +140,7 @@ async def test_a_refused_preference_write_is_a_broker_error(broker: FidelityBrok
 async def test_subscribing_activates_the_atbt_alerts_and_hides_the_credentials(
     broker: FidelityBroker, fake: FakeFidelity
 ) -> None:
-    subscription = await broker.subscribe_alerts()
+    subscription = await broker.user_data.subscribe_alerts()
     assert subscription.active and subscription.delivery == "/api/v1/streaming/events"
     assert subscription.active_triggers == 1  # the upstream's one active trigger, a percent trigger
     shown = subscription.model_dump_json()
@@ -144,27 +149,29 @@ async def test_subscribing_activates_the_atbt_alerts_and_hides_the_credentials(
     assert headers["SOAPAction"] == "CustomerSignOn"
     assert headers["Content-Type"] == "application/x-www-form-urlencoded"
     assert "<aut:AlertCode>ATBT</aut:AlertCode>" in body and "<prin:RequestorId>fidelity</prin:RequestorId>" in body
-    await broker.create_price_trigger(PriceTriggerDraft(symbol="AAPL", direction=TriggerDirection.BELOW, price=90))
-    assert (await broker.subscribe_alerts()).active_triggers == 2
+    await broker.user_data.create_price_trigger(
+        PriceTriggerDraft(symbol="AAPL", direction=TriggerDirection.BELOW, price=90)
+    )
+    assert (await broker.user_data.subscribe_alerts()).active_triggers == 2
 
 
 async def test_a_refused_or_failed_subscription_is_a_broker_error(broker: FidelityBroker, fake: FakeFidelity) -> None:
     fake.user_data.sign_on_success = False
     with pytest.raises(e.BrokerError, match="ResultCode FAILURE"):
-        await broker.subscribe_alerts()
+        await broker.user_data.subscribe_alerts()
     fake.user_data.sign_on_fault = "Alert service is down"
     with pytest.raises(e.BrokerError, match="Alert service is down") as caught:
-        await broker.subscribe_alerts()
+        await broker.user_data.subscribe_alerts()
     assert u.EMS_PASSWORD not in str(caught.value)
     fake.expire()
     with pytest.raises(e.SessionExpired):
-        await broker.subscribe_alerts()
+        await broker.user_data.subscribe_alerts()
 
 
 async def test_price_triggers_are_created_listed_across_pages_and_deleted(
     broker: FidelityBroker, fake: FakeFidelity
 ) -> None:
-    fired, percent = await broker.get_price_triggers()  # in creation order
+    fired, percent = await broker.user_data.get_price_triggers()  # in creation order
     assert (fired.trigger_id, fired.symbol, fired.status, fired.price, fired.basis) == (
         "1095170001",
         "AAPL",
@@ -180,7 +187,7 @@ async def test_price_triggers_are_created_listed_across_pages_and_deleted(
     )
     assert fired.note == "breakout" and fired.triggered_time is not None
     created = [
-        await broker.create_price_trigger(
+        await broker.user_data.create_price_trigger(
             PriceTriggerDraft(symbol="msft", direction=TriggerDirection.ABOVE, price=500 + n, note=f"n{n}")
         )
         for n in range(3)
@@ -188,25 +195,25 @@ async def test_price_triggers_are_created_listed_across_pages_and_deleted(
     assert [(t.symbol, t.price, t.status, t.note) for t in created] == [
         ("MSFT", 500 + n, TriggerStatus.ACTIVE, f"n{n}") for n in range(3)
     ]
-    listed = await broker.get_price_triggers()
+    listed = await broker.user_data.get_price_triggers()
     # Four active (the percent one too) make two pages of the active list: all three are found.
     assert [t.trigger_id for t in listed] == [fired.trigger_id, percent.trigger_id] + [t.trigger_id for t in created]
     create = received(fake, f"{TRIGGERS}/create")[0]
     assert_flat_data_call(create)
     assert create.body["triggers"][0]["operator"] == "greaterThan" and create.body["triggers"][0]["value"] == 500
 
-    await broker.delete_price_trigger(created[0].trigger_id)
+    await broker.user_data.delete_price_trigger(created[0].trigger_id)
     assert created[0].trigger_id not in fake.user_data.active_trigger_ids()
     [delete] = received(fake, f"{TRIGGERS}/delete")
     assert delete.body == {"triggers": [{"id": created[0].trigger_id}]}
-    await broker.delete_price_trigger(fired.trigger_id)  # a fired one can go too
+    await broker.user_data.delete_price_trigger(fired.trigger_id)  # a fired one can go too
     with pytest.raises(e.NotFound):
-        await broker.delete_price_trigger(created[0].trigger_id)
+        await broker.user_data.delete_price_trigger(created[0].trigger_id)
     assert len(received(fake, f"{TRIGGERS}/delete")) == 2  # the unknown id never reached the delete
 
 
 async def test_list_requests_name_the_status_and_offset(broker: FidelityBroker, fake: FakeFidelity) -> None:
-    await broker.get_price_triggers()
+    await broker.user_data.get_price_triggers()
     lists = received(fake, f"{TRIGGERS}/list")
     assert len(lists) == 2 and all(r.method == "GET" and r.headers["AppId"] == "AP149323" for r in lists)
     assert sorted(q["status"] for q in fake.user_data.trigger_list_queries) == ["active", "expired"]
@@ -217,7 +224,9 @@ async def test_list_requests_name_the_status_and_offset(broker: FidelityBroker, 
 async def test_a_refused_trigger_carries_the_upstream_message(broker: FidelityBroker, fake: FakeFidelity) -> None:
     fake.failures[f"{TRIGGERS}/create"] = (400, {"message": "Symbol is not eligible for alerts"})
     with pytest.raises(e.BrokerError, match="Symbol is not eligible for alerts"):
-        await broker.create_price_trigger(PriceTriggerDraft(symbol="ZZZZ", direction=TriggerDirection.ABOVE, price=1))
+        await broker.user_data.create_price_trigger(
+            PriceTriggerDraft(symbol="ZZZZ", direction=TriggerDirection.ABOVE, price=1)
+        )
 
 
 # --- holiday calendar ---------------------------------------------------------------------------
@@ -225,14 +234,14 @@ async def test_a_refused_trigger_carries_the_upstream_message(broker: FidelityBr
 
 async def test_the_holiday_calendar_of_this_year_and_next(broker: FidelityBroker, fake: FakeFidelity) -> None:
     year = fake.today().year
-    holidays = await broker.get_holiday_calendar(None)
+    holidays = await broker.market_data.get_holiday_calendar(None)
     assert holidays and all(h.date.startswith(f"{year}-") for h in holidays)
     assert [h.date for h in holidays] == sorted(h.date for h in holidays)
     assert f"{year}-01-01" in {h.date for h in holidays if h.status == "CLOSED"}
     early = {h.date: h.close_time for h in holidays if h.status == "EARLY_CLOSE"}
     assert early[f"{year}-07-03"] == "13:00"
-    assert (await broker.get_holiday_calendar(year + 1))[0].date == f"{year + 1}-01-01"
-    assert await broker.get_holiday_calendar(year - 5) == []
+    assert (await broker.market_data.get_holiday_calendar(year + 1))[0].date == f"{year + 1}-01-01"
+    assert await broker.market_data.get_holiday_calendar(year - 5) == []
     calls = [r for r in fake.requests if r.path.endswith("/holidaycalendar/v1")]
     assert all(r.method == "GET" and r.headers["fsreqid"].startswith("REQ") for r in calls)
 
@@ -240,7 +249,7 @@ async def test_the_holiday_calendar_of_this_year_and_next(broker: FidelityBroker
 async def test_concurrent_calendar_reads_share_one_upstream_call(broker: FidelityBroker, fake: FakeFidelity) -> None:
     path = "/ftgw/dpdirect/market/holidaycalendar/v1"
     fake.hold(path)
-    reads = [asyncio.create_task(broker.get_holiday_calendar(None)) for _ in range(3)]
+    reads = [asyncio.create_task(broker.market_data.get_holiday_calendar(None)) for _ in range(3)]
     async with asyncio.timeout(5):
         while fake.hits[path] == 0:  # noqa: ASYNC110 - the fake has no arrival event
             await asyncio.sleep(0.005)
@@ -252,7 +261,7 @@ async def test_concurrent_calendar_reads_share_one_upstream_call(broker: Fidelit
 async def test_a_failing_calendar_is_a_broker_error(broker: FidelityBroker, fake: FakeFidelity) -> None:
     fake.failures["/ftgw/dpdirect/market/holidaycalendar/v1"] = (500, {"message": "Calendar unavailable"})
     with pytest.raises(e.BrokerError, match=r"HTTP 500\).*Calendar unavailable"):
-        await broker.get_holiday_calendar(None)
+        await broker.market_data.get_holiday_calendar(None)
 
 
 # --- session ------------------------------------------------------------------------------------
@@ -261,21 +270,23 @@ async def test_a_failing_calendar_is_a_broker_error(broker: FidelityBroker, fake
 async def test_every_user_data_call_needs_a_live_session(broker: FidelityBroker, fake: FakeFidelity) -> None:
     fake.expire()
     with pytest.raises(e.SessionExpired):
-        await broker.get_watchlists()
+        await broker.user_data.get_watchlists()
     with pytest.raises(e.SessionExpired):
-        await broker.get_preferences()
-    await broker.logout()
+        await broker.user_data.get_preferences()
+    await broker.session.logout()
     calls = [
-        broker.get_watchlists(),
-        broker.save_watchlist(WatchlistDraft(name="x")),
-        broker.subscribe_alerts(),
-        broker.get_price_triggers(),
-        broker.create_price_trigger(PriceTriggerDraft(symbol="SPY", direction=TriggerDirection.ABOVE, price=1)),
-        broker.delete_price_trigger("1"),
-        broker.get_preferences(),
-        broker.put_preferences({"a": "b"}),
-        broker.delete_preferences(None),
-        broker.get_holiday_calendar(None),
+        broker.user_data.get_watchlists(),
+        broker.user_data.save_watchlist(WatchlistDraft(name="x")),
+        broker.user_data.subscribe_alerts(),
+        broker.user_data.get_price_triggers(),
+        broker.user_data.create_price_trigger(
+            PriceTriggerDraft(symbol="SPY", direction=TriggerDirection.ABOVE, price=1)
+        ),
+        broker.user_data.delete_price_trigger("1"),
+        broker.user_data.get_preferences(),
+        broker.user_data.put_preferences({"a": "b"}),
+        broker.user_data.delete_preferences(None),
+        broker.market_data.get_holiday_calendar(None),
     ]
     for call in calls:
         with pytest.raises(e.AuthRequired):

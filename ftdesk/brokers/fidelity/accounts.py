@@ -1,21 +1,42 @@
-"""Account discovery (4.1) and account features (4.2) on dpservice.
+"""The Fidelity accounts group: account discovery (4.1), features (4.2), and each account's data.
 
-The account list is what every account-scoped request checks its number against and takes its account
-fields from. The features answer's shape was invented by the SDK's tests: what it does not say is filled
-from discovery.
+The account list is listed once per ``FidelityConfig.accounts_ttl`` and reused to check account numbers
+(``NotFound``) and to fill the account fields the portfolio requests carry; the per-account requests and
+their mapping live in ``portfolio``, ``history`` and ``lending``. The features answer's shape was invented
+by the SDK's tests: what it does not say is filled from discovery.
 """
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Sequence
+from datetime import date
 from typing import Any
 
+from ftdesk.brokers.fidelity import history, lending, portfolio
 from ftdesk.brokers.fidelity import values as v
 from ftdesk.brokers.fidelity.http import DPSERVICE, FidelityHttp
+from ftdesk.brokers.fidelity.session import FidelitySession
 from ftdesk.domain.accounts import (
     Account,
     AccountFeature,
     AccountType,
+    AccrualDetail,
+    Balance,
+    CashAccrualDetail,
+    ClosedLotDetail,
+    ClosedPosition,
+    HardToBorrowPosition,
+    LoanedSecurity,
+    LotDetail,
+    OptionsSummary,
+    Position,
+    ShortInsightDetail,
+    ShortInsightSeries,
+    Transaction,
 )
+from ftdesk.domain.clock import Clock
+from ftdesk.domain.errors import NotFound
 
 DP = f"{DPSERVICE}/ftgw/dp"
 ACCOUNTS_URL = f"{DP}/customer-am-acctnxt/v2/accounts"
@@ -117,3 +138,111 @@ def map_account_feature(payload: Any, account: Account) -> AccountFeature:
         penny_stock_ind=feature("pennyStock", "pennyStockInd", default=False),
         raw=entry or None,
     )
+
+
+class FidelityAccounts:
+    """The accounts group: the account list reused for ``ttl`` seconds, and each account's data."""
+
+    def __init__(self, session: FidelitySession, clock: Clock, *, ttl: float) -> None:
+        self._session = session
+        self._clock = clock
+        self._ttl = ttl
+        # The list belongs to the login session that listed it: another login lists afresh.
+        self._listed: tuple[FidelityHttp, list[Account], float] | None = None
+        self._lock = asyncio.Lock()
+
+    def _today(self) -> date:
+        return v.new_york_date(self._clock.now())
+
+    async def get_accounts(self) -> list[Account]:
+        """Return all accounts (listed at most once per ``ttl``)."""
+        http = self._session.require()
+        async with self._lock:
+            listed = self._listed
+            if listed is None or listed[0] is not http or self._clock.monotonic() - listed[2] >= self._ttl:
+                listed = (http, await fetch_accounts(http), self._clock.monotonic())
+                self._listed = listed
+            return list(listed[1])
+
+    async def get_account(self, acct_num: str) -> Account:
+        """Return one account; raise ``NotFound`` for a number the login does not hold."""
+        for account in await self.get_accounts():
+            if account.acct_num == acct_num:
+                return account
+        raise NotFound(f"No Fidelity account {acct_num!r} in this login")
+
+    async def get_positions(self, acct_num: str) -> list[Position]:
+        """Return an account's positions."""
+        return await portfolio.fetch_positions(self._session.require(), await self.get_account(acct_num))
+
+    async def get_balances(self, acct_num: str) -> Balance:
+        """Return an account's balances."""
+        return await portfolio.fetch_balances(self._session.require(), await self.get_account(acct_num))
+
+    async def get_transactions(self, acct_num: str, start: date | None, end: date | None) -> list[Transaction]:
+        """Return an account's history between two dates (default: the last year), newest first."""
+        account = await self.get_account(acct_num)
+        return await history.fetch_transactions(self._session.require(), account, start, end, self._today())
+
+    async def get_options_summary(self, acct_num: str) -> OptionsSummary:
+        """Return an account's option positions grouped by underlying."""
+        return await portfolio.fetch_options_summary(self._session.require(), await self.get_account(acct_num))
+
+    async def get_closed_positions(self, acct_num: str, start: date | None, end: date | None) -> list[ClosedPosition]:
+        """Return realised gain and loss per symbol (default: this year to date)."""
+        account = await self.get_account(acct_num)
+        return await history.fetch_closed_positions(self._session.require(), account, start, end, self._today())
+
+    async def get_loaned_securities(self, acct_num: str) -> list[LoanedSecurity]:
+        """Return securities on loan."""
+        return await lending.fetch_loaned_securities(self._session.require(), await self.get_account(acct_num))
+
+    async def get_tax_lots(self, acct_num: str, symbol: str) -> list[LotDetail]:
+        """Return the lots a sale of this symbol could draw from."""
+        account = await self.get_account(acct_num)
+        return await portfolio.fetch_tax_lots(self._session.require(), account, symbol.upper())
+
+    async def get_account_features(self, acct_num: str) -> list[AccountFeature]:
+        """Return the account's trading capabilities."""
+        return await fetch_account_features(self._session.require(), await self.get_account(acct_num))
+
+    async def get_hard_to_borrow(self, acct_num: str, symbols: Sequence[str]) -> list[HardToBorrowPosition]:
+        """Return borrow rates and availability."""
+        account = await self.get_account(acct_num)
+        return await lending.fetch_hard_to_borrow(self._session.require(), account, [s.upper() for s in symbols])
+
+    async def get_open_lots(self, acct_num: str, symbol: str) -> list[LotDetail]:
+        """Return the open lots of a position."""
+        account = await self.get_account(acct_num)
+        return await portfolio.fetch_open_lots(self._session.require(), account, symbol.upper())
+
+    async def get_short_insights(self, acct_num: str, symbols: Sequence[str]) -> list[ShortInsightDetail]:
+        """Return short-interest data."""
+        account = await self.get_account(acct_num)
+        return await lending.fetch_short_insights(self._session.require(), account, [s.upper() for s in symbols])
+
+    async def get_short_insight_series(
+        self, acct_num: str, symbol: str, metric: str, start: date | None, end: date | None
+    ) -> ShortInsightSeries:
+        """Return the history of one short-insight metric."""
+        account = await self.get_account(acct_num)
+        return await lending.fetch_short_insight_series(
+            self._session.require(), account, symbol.upper(), metric, start, end, self._today()
+        )
+
+    async def get_accruals(self, acct_num: str) -> list[AccrualDetail]:
+        """Return margin-interest and dividend accruals."""
+        return await lending.fetch_accruals(self._session.require(), await self.get_account(acct_num))
+
+    async def get_cash_accruals(self, acct_num: str) -> list[CashAccrualDetail]:
+        """Return cash-sweep accruals."""
+        return await lending.fetch_cash_accruals(self._session.require(), await self.get_account(acct_num))
+
+    async def get_closed_lots(
+        self, acct_num: str, symbol: str, start: date | None, end: date | None
+    ) -> list[ClosedLotDetail]:
+        """Return closed lots with realised gain and loss."""
+        account = await self.get_account(acct_num)
+        return await history.fetch_closed_lots(
+            self._session.require(), account, symbol.upper(), start, end, self._today()
+        )

@@ -42,3 +42,6 @@ class FidelityConfig:
     """The Trader+ version the User-Agent names (``ATPNext/<v> FTPlusDesktop/<v>``); keep it current."""
     accounts_ttl: float = 60.0
     """Seconds the account list is reused to validate account numbers and build request bodies."""
+    cancel_lookup_timeout: float = 5.0
+    """Seconds a cancel waits for the order's status (to echo the order's own action code) before it is sent
+    with the code it was given, mapped as well as it can be: a slow status read must not hold a cancel up."""

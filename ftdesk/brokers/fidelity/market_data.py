@@ -1,26 +1,29 @@
-"""Fidelity market-data REST: option chain, montage, chart (JSONP), time and sales, markets (4.20-4.24).
+"""Fidelity market-data REST: option chain, montage, chart (JSONP), time and sales, markets, holidays (4.20-4.24, 4.33).
 
 fastquote GETs (chain, montage, chart, time and sales) are reads, so identical concurrent ones share one
 upstream call; the chart callback name is fixed for that reason (4.22: any identifier works). The pure
-mappers live in ``market_data_mapping``, the body parsing (JSON, JSONP, XML) in ``market_data_parsing``.
+mappers live in ``market_data_mapping``, the body parsing (JSON, JSONP, XML) in ``market_data_parsing``, the
+holiday calendar in ``market_calendar``.
 """
 
 from __future__ import annotations
 
 from datetime import date, datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from yarl import URL
 
+from ftdesk.brokers.fidelity import market_calendar as calendar
 from ftdesk.brokers.fidelity import market_data_mapping as m
+from ftdesk.brokers.fidelity.accounts import FidelityAccounts
 from ftdesk.brokers.fidelity.http import DPSERVICE, FASTQUOTE, FidelityHttp
 from ftdesk.brokers.fidelity.market_data_parsing import document
-from ftdesk.brokers.fidelity.module import FidelityModule
+from ftdesk.brokers.fidelity.session import FidelitySession
+from ftdesk.brokers.fidelity.values import new_york_date
+from ftdesk.domain.clock import Clock
 from ftdesk.domain.errors import ValidationFailed
 from ftdesk.domain.market import AvailableMarkets, BarWidth, ChartResult, Montage, OptionChain, TimeAndSales
-
-if TYPE_CHECKING:
-    from ftdesk.domain.accounts import Account
+from ftdesk.domain.user_data import Holiday
 
 CHAIN_URL = f"{FASTQUOTE}/service/quote/chainLite"
 MONTAGE_URL = f"{FASTQUOTE}/service/quote/dtmontage"
@@ -78,16 +81,21 @@ async def fetch_last_trade(http: FidelityHttp, symbol: str, today: date) -> floa
     return m.last_trade(payload, symbol)
 
 
-class MarketDataModule(FidelityModule):
-    """The Broker methods of this endpoint group, mixed into ``FidelityBroker``."""
+class FidelityMarketData:
+    """The market-data group (REST; streaming quotes come from the MDDS feed)."""
 
-    if TYPE_CHECKING:
+    def __init__(self, session: FidelitySession, clock: Clock, accounts: FidelityAccounts) -> None:
+        self._session = session
+        self._clock = clock
+        # Available markets are asked for the default tradable account.
+        self._accounts = accounts
 
-        async def get_accounts(self) -> list[Account]: ...
+    def _today(self) -> date:
+        return new_york_date(self._clock.now())
 
     async def get_option_chain(self, symbol: str) -> OptionChain:
         """Return calls and puts for all strikes and expirations (Greeks modelled: see market_data_mapping)."""
-        http = self._require()
+        http = self._session.require()
         underlying = symbol.strip().upper()
         payload = await document(http, fastquote_url(CHAIN_URL, symbols=underlying), "option chain request")
         today = self._today()
@@ -100,7 +108,7 @@ class MarketDataModule(FidelityModule):
 
     async def get_montage(self, symbol: str) -> Montage:
         """Return per-exchange quotes, best bid first."""
-        return await fetch_montage(self._require(), symbol.strip().upper().lstrip("-"), self.clock.now())
+        return await fetch_montage(self._session.require(), symbol.strip().upper().lstrip("-"), self._clock.now())
 
     async def get_chart(
         self, symbol: str, start: date | None, end: date | None, bar_width: BarWidth, extended_hours: bool
@@ -111,7 +119,7 @@ class MarketDataModule(FidelityModule):
         first = start or last - timedelta(days=_DEFAULT_SPAN.get(bar_width, 0))
         if first > last:
             raise ValidationFailed.for_field("end_date", f"Chart start {first} is after end {last}", location="query")
-        payload = await fetch_chart_payload(self._require(), wanted, first, last, bar_width, extended_hours)
+        payload = await fetch_chart_payload(self._session.require(), wanted, first, last, bar_width, extended_hours)
         return m.map_chart(payload, wanted, bar_width)
 
     async def get_time_and_sales(
@@ -127,14 +135,16 @@ class MarketDataModule(FidelityModule):
         wanted = symbol.strip().upper().lstrip("-")
         rows = str(min(max_rows, m.TIME_AND_SALES_CAP))
         url = fastquote_url(TIME_AND_SALES_URL, symbols=m.quote_symbol(wanted), maxRows=rows)
-        payload = await document(self._require(), url, "time and sales request")
+        payload = await document(self._session.require(), url, "time and sales request")
         return m.map_time_and_sales(payload, wanted, max_rows, low_price, high_price, low_size)
 
     async def get_available_markets(self, symbol: str) -> AvailableMarkets:
         """Return the routing destinations for a symbol (asked for the default tradable account)."""
-        http = self._require()
+        http = self._session.require()
         wanted = symbol.strip().upper().lstrip("-")
-        tradable = sorted((a for a in await self.get_accounts() if a.tradable), key=lambda a: not a.is_default)
+        tradable = sorted(
+            (a for a in await self._accounts.get_accounts() if a.tradable), key=lambda a: not a.is_default
+        )
         body = {
             "symbol": wanted,
             "accounts": [a.acct_num for a in tradable[:1]],
@@ -143,3 +153,8 @@ class MarketDataModule(FidelityModule):
         }
         payload = await http.json("POST", AVAILABLE_MARKETS_URL, body=body, read=True, what="available markets request")
         return m.map_available_markets(payload, wanted)
+
+    async def get_holiday_calendar(self, year: int | None) -> list[Holiday]:
+        """Return market holidays and early closes of a year (default: this year in New York)."""
+        wanted = year if year is not None else self._today().year
+        return await calendar.fetch_holidays(self._session.require(), wanted)

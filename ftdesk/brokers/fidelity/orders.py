@@ -15,14 +15,17 @@ import math
 from collections import OrderedDict
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from ftdesk.brokers.base import QuoteFeed
 from ftdesk.brokers.fidelity import orders_mapping as m
 from ftdesk.brokers.fidelity import orders_wire as w
+from ftdesk.brokers.fidelity.accounts import FidelityAccounts
 from ftdesk.brokers.fidelity.http import raise_for_status
-from ftdesk.brokers.fidelity.module import FidelityModule
 from ftdesk.brokers.fidelity.orders_actions import Asked
+from ftdesk.brokers.fidelity.session import FidelitySession
 from ftdesk.brokers.fidelity.values import option_contract
+from ftdesk.domain.clock import Clock
 from ftdesk.domain.errors import BrokerError, FtdeskError, NotFound
 from ftdesk.domain.order_actions import ActionKind, leg_intent, row_for
 from ftdesk.domain.orders import (
@@ -50,14 +53,9 @@ from ftdesk.domain.orders import (
     TradeAgreementResult,
 )
 
-if TYPE_CHECKING:
-    from ftdesk.brokers.base import QuoteFeed
-    from ftdesk.domain.accounts import Account
-
 log = logging.getLogger(__name__)
 
 _BUYS = {EquityAction.BUY.value, EquityAction.BUY_TO_COVER.value}
-_CANCEL_LOOKUP_SECONDS = 5.0  # how long a cancel waits for the order's status before sending the given code
 _LEG_PRICES_KEPT = 256  # previews whose leg quotes are kept for their place (previews live minutes)
 
 
@@ -176,21 +174,29 @@ def _unix_seconds(iso: str, fallback: datetime) -> int:
     return int(moment.timestamp())
 
 
-class OrdersModule(FidelityModule):
-    """The Broker methods of this endpoint group, mixed into ``FidelityBroker``."""
+class FidelityOrders:
+    """The orders group: every order entry through the confNum flow (see the module docstring)."""
 
-    if TYPE_CHECKING:
-        # Provided by FidelityBroker (accounts are listed once per TTL and checked for NotFound).
-        async def get_accounts(self) -> list[Account]: ...
-
-        async def get_account(self, acct_num: str) -> Account: ...
-
-        quote_feed: QuoteFeed
-        _preview_leg_prices: OrderedDict[str, list[dict[str, Any]]]  # conf_num -> the legs' priceDetail
+    def __init__(
+        self,
+        session: FidelitySession,
+        clock: Clock,
+        accounts: FidelityAccounts,
+        quotes: QuoteFeed,
+        *,
+        cancel_lookup_timeout: float,
+    ) -> None:
+        self._session = session
+        self._clock = clock
+        # Account numbers are checked (NotFound) and margin read from the accounts group's list.
+        self._accounts = accounts
+        self._quotes = quotes
+        self._cancel_lookup_timeout = cancel_lookup_timeout
+        self._preview_leg_prices: OrderedDict[str, list[dict[str, Any]]] = OrderedDict()  # conf_num -> priceDetail
 
     async def _order_entry(self, url: str, body: dict[str, Any], what: str) -> Any:
         """Send one order-entry call as a write (never coalesced, never retried) and return its JSON."""
-        response = await self._require().call("POST", url, body=body, read=False)
+        response = await self._session.require().call("POST", url, body=body, read=False)
         raise_for_status(response, what)
         return response.json()
 
@@ -198,14 +204,14 @@ class OrdersModule(FidelityModule):
         """Return each leg's ``priceDetail`` from a quote taken now (the upstream wants them on every leg, 4.14)."""
         underlying = order.underlying.strip().upper()
         legs = [leg.symbol.strip().upper().lstrip("-") for leg in order.legs]
-        quotes = {q.symbol.lstrip("-").upper(): q for q in await self.quote_feed.snapshot([underlying, *legs])}
+        quotes = {q.symbol.lstrip("-").upper(): q for q in await self._quotes.snapshot([underlying, *legs])}
         missing = [symbol for symbol in (underlying, *legs) if symbol not in quotes]
         if missing:
             raise BrokerError(
                 f"No quote for {', '.join(missing)}: a multi-leg preview sends each leg's price and the underlying's",
                 details={"symbols": missing},
             )
-        now = self.clock.now()
+        now = self._clock.now()
         spot = quotes[underlying].last or (quotes[underlying].bid + quotes[underlying].ask) / 2
         return [
             w.leg_price_detail(spot, _unix_seconds(quotes[s].time, now), quotes[s].bid, quotes[s].ask) for s in legs
@@ -218,7 +224,7 @@ class OrdersModule(FidelityModule):
         when the status cannot be read the cancel still goes out, with the code mapped as well as it can be.
         """
         try:
-            async with asyncio.timeout(_CANCEL_LOOKUP_SECONDS):  # a slow status read must not hold the cancel up
+            async with asyncio.timeout(self._cancel_lookup_timeout):  # a slow status read must not hold the cancel up
                 orders = await self.get_order_status(acct_num)
             for order in orders:
                 if (
@@ -232,19 +238,19 @@ class OrdersModule(FidelityModule):
 
     async def _margin(self, acct_num: str) -> bool:
         """Return whether the account trades on margin (raise ``NotFound`` for an unknown account)."""
-        return (await self.get_account(acct_num)).margin_ind
+        return (await self._accounts.get_account(acct_num)).margin_ind
 
     # --- order status (4.10, 4.11) --------------------------------------------------------------
 
     async def get_order_status(self, acct_num: str | None) -> list[Order]:
         """Return open and recent orders (of one account, or of every tradable account)."""
         if acct_num is not None:
-            acct_nums = [(await self.get_account(acct_num)).acct_num]
+            acct_nums = [(await self._accounts.get_account(acct_num)).acct_num]
         else:
-            acct_nums = [a.acct_num for a in await self.get_accounts() if a.tradable]
+            acct_nums = [a.acct_num for a in await self._accounts.get_accounts() if a.tradable]
         if not acct_nums:
             return []
-        payload = await self._require().json(
+        payload = await self._session.require().json(
             "POST",
             w.STATUS_SUMMARY_URL,
             body=w.status_summary_body(acct_nums),
@@ -319,7 +325,7 @@ class OrdersModule(FidelityModule):
 
     async def preview_cancel(self, conf_num: str, acct_num: str, action_code: str) -> CancelPreview:
         """Say what canceling this order would do."""
-        await self.get_account(acct_num)
+        await self._accounts.get_account(acct_num)
         code = await self._upstream_action(conf_num, acct_num, action_code)
         body = w.cancel_body(conf_num, acct_num, code, preview=True)
         payload = await self._order_entry(w.CANCEL_PREVIEW_URL, body, "cancel preview")
@@ -327,7 +333,7 @@ class OrdersModule(FidelityModule):
 
     async def cancel_order(self, conf_num: str, acct_num: str, action_code: str) -> CancelResult:
         """Cancel a working order (sent once: never retried)."""
-        await self.get_account(acct_num)
+        await self._accounts.get_account(acct_num)
         code = await self._upstream_action(conf_num, acct_num, action_code)
         body = w.cancel_body(conf_num, acct_num, code, preview=False)
         payload = await self._order_entry(w.CANCEL_PLACE_URL, body, "cancel")
@@ -387,7 +393,7 @@ class OrdersModule(FidelityModule):
 
     async def get_staged_orders(self) -> StagedOrderList:
         """Return saved orders (null when there are none)."""
-        payload = await self._require().json(
+        payload = await self._session.require().json(
             "POST",
             w.STAGED_GET_URL,
             body=w.staged_get_body(),
@@ -399,8 +405,8 @@ class OrdersModule(FidelityModule):
 
     async def save_staged_order(self, draft: StagedOrderDraft) -> StagedOrderResult:
         """Save an order for later."""
-        await self.get_account(draft.acct_num)
-        payload = await self._require().json(
+        await self._accounts.get_account(draft.acct_num)
+        payload = await self._session.require().json(
             "POST",
             w.STAGED_SAVE_URL,
             body=w.staged_save_body(draft.acct_num, draft.description, draft.order),
@@ -412,7 +418,7 @@ class OrdersModule(FidelityModule):
 
     async def delete_staged_order(self, stage_id: str) -> StagedOrderResult:
         """Delete a saved order."""
-        payload = await self._require().json(
+        payload = await self._session.require().json(
             "POST",
             w.STAGED_DELETE_URL,
             body=w.staged_delete_body(stage_id),
@@ -424,8 +430,8 @@ class OrdersModule(FidelityModule):
 
     async def accept_trade_agreement(self, acct_num: str, agreement_id: str) -> TradeAgreementResult:
         """Record acceptance of a trade agreement (request and answer shapes assumed)."""
-        await self.get_account(acct_num)
-        await self._require().json(
+        await self._accounts.get_account(acct_num)
+        await self._session.require().json(
             "POST",
             w.TRADE_AGREEMENT_URL,
             body=w.trade_agreement_body(acct_num, agreement_id),
@@ -433,5 +439,5 @@ class OrdersModule(FidelityModule):
             what="trade agreement",
         )
         return TradeAgreementResult(
-            acct_num=acct_num, agreement_id=agreement_id, accepted=True, accepted_at=self.clock.now().isoformat()
+            acct_num=acct_num, agreement_id=agreement_id, accepted=True, accepted_at=self._clock.now().isoformat()
         )

@@ -19,8 +19,9 @@ from ftdesk.brokers.fidelity.http import DIGITAL, DPSERVICE, FidelityHttp, Upstr
 from ftdesk.brokers.fidelity.market_data import fetch_last_trade, fetch_montage
 from ftdesk.brokers.fidelity.market_data_mapping import best_mid
 from ftdesk.brokers.fidelity.market_data_parsing import parse_body
-from ftdesk.brokers.fidelity.module import FidelityModule
-from ftdesk.brokers.fidelity.values import option_contract
+from ftdesk.brokers.fidelity.session import FidelitySession
+from ftdesk.brokers.fidelity.values import new_york_date, option_contract
+from ftdesk.domain.clock import Clock
 from ftdesk.domain.errors import BrokerError, Conflict, NotFound, SessionExpired, ValidationFailed
 from ftdesk.domain.research import (
     AnalyticsRequest,
@@ -105,8 +106,12 @@ def _text_body(response: UpstreamResponse, what: str) -> str:
     return response.text().strip()
 
 
-class ResearchModule(FidelityModule):
-    """The Broker methods of this endpoint group, mixed into ``FidelityBroker``."""
+class FidelityResearch:
+    """The research group: earnings, dividends, symbol search, analytics, the screener and the notebook."""
+
+    def __init__(self, session: FidelitySession, clock: Clock) -> None:
+        self._session = session
+        self._clock = clock
 
     async def get_earnings(self, symbols: Sequence[str]) -> list[EarningsEvent]:
         """Return past and scheduled earnings, oldest first per symbol."""
@@ -114,7 +119,7 @@ class ResearchModule(FidelityModule):
         if not wanted:
             return []
         url = str(URL(EARNINGS_URL).with_query({"fvSymbol": "|".join(wanted)}))
-        payload = await self._require().json("GET", url, what="earnings request")
+        payload = await self._session.require().json("GET", url, what="earnings request")
         return rm.map_earnings(payload, wanted)
 
     async def get_dividends(self, symbols: Sequence[str]) -> list[DividendEvent]:
@@ -123,7 +128,7 @@ class ResearchModule(FidelityModule):
         if not wanted:
             return []
         url = str(URL(DIVIDENDS_URL).with_query({"fvSymbol": "|".join(wanted)}))
-        payload = await self._require().json("GET", url, what="dividends request")
+        payload = await self._session.require().json("GET", url, what="dividends request")
         return rm.map_dividends(payload, wanted)
 
     async def search_symbols(self, query: str) -> AutosuggestResult:
@@ -132,12 +137,12 @@ class ResearchModule(FidelityModule):
         if not text:
             return AutosuggestResult(suggestions=[])
         url = str(URL(AUTOSUGGEST_URL).with_query({"q": text}))
-        payload = await self._require().json("GET", url, what="symbol search")
+        payload = await self._session.require().json("GET", url, what="symbol search")
         return rm.map_suggestions(payload, text)
 
     async def analyze_position(self, request: AnalyticsRequest) -> AnalyticsResult:
         """Return P&L bounds, breakevens and Greeks of a set of legs (a missing price is the montage mid)."""
-        http = self._require()
+        http = self._session.require()
         symbol = request.symbol.strip().upper()
         prices: list[float] = []
         for leg in request.legs:
@@ -147,13 +152,13 @@ class ResearchModule(FidelityModule):
             leg_symbol = leg.symbol.strip().upper().lstrip("-")
             if option_contract(leg_symbol) is None and leg_symbol != symbol:
                 raise ValidationFailed.for_field("legs", f"{leg.symbol!r} is neither an option nor {symbol}")
-            mid = best_mid(await fetch_montage(http, leg_symbol, self.clock.now()))
+            mid = best_mid(await fetch_montage(http, leg_symbol, self._clock.now()))
             if mid is None:
                 raise BrokerError(f"Fidelity has no bid and offer for {leg_symbol}: give the leg a price")
             prices.append(mid)
         body = rm.analytics_body(symbol, request.legs, prices)
         payload = await http.json("POST", ANALYTICS_URL, body=body, read=True, what="position analytics request")
-        underlying = await fetch_last_trade(http, symbol, self._today())
+        underlying = await fetch_last_trade(http, symbol, new_york_date(self._clock.now()))
         return rm.map_analytics(payload, symbol, request.legs, prices, underlying)
 
     async def run_screener(self, scan: ScanDefinition) -> ScreenerResult:
@@ -162,13 +167,13 @@ class ResearchModule(FidelityModule):
         The LiveVol JWT is kept with the login session and reused until its ``expiresAt`` (less a minute),
         so a screen costs one call, not four; a token LiveVol refuses anyway is fetched again once.
         """
-        http = self._require()
-        reused = _fresh_screener_token(http, self.clock.now().timestamp())
-        token = reused or await _screener_sign_in(http, self.clock.now().timestamp())
+        http = self._session.require()
+        reused = _fresh_screener_token(http, self._clock.now().timestamp())
+        token = reused or await _screener_sign_in(http, self._clock.now().timestamp())
         scan_response = await _scan(http, token)
         if scan_response.status in (401, 403) and reused is not None:
             http.screener_token = None
-            scan_response = await _scan(http, await _screener_sign_in(http, self.clock.now().timestamp()))
+            scan_response = await _scan(http, await _screener_sign_in(http, self._clock.now().timestamp()))
         if scan_response.status in (401, 403):
             raise BrokerError(f"LiveVol refused the screener token (HTTP {scan_response.status})")
         raise_for_status(scan_response, "screener scan")
@@ -182,7 +187,9 @@ class ResearchModule(FidelityModule):
 
     async def get_notes(self) -> list[NoteDetail]:
         """Return research notes, most recently updated first."""
-        payload = await self._require().json("POST", note_url("detail"), body={}, read=True, what="notebook request")
+        payload = await self._session.require().json(
+            "POST", note_url("detail"), body={}, read=True, what="notebook request"
+        )
         notes = rm.map_notes(payload)
         notes.sort(key=lambda note: note.update_date, reverse=True)
         return notes
@@ -195,7 +202,7 @@ class ResearchModule(FidelityModule):
             "note": draft.note,
             "channel": "ATN",
         }
-        payload = await self._require().json("POST", note_url("create"), body=body, what="note creation")
+        payload = await self._session.require().json("POST", note_url("create"), body=body, what="note creation")
         created = rm.map_notes(payload)
         if not created:
             raise BrokerError(
@@ -221,7 +228,7 @@ class ResearchModule(FidelityModule):
             "newSymbol": update.new_symbol.strip().upper() or current.symbol,
             "channel": current.channel,
         }
-        payload = await self._require().json("POST", note_url("update"), body=body, what="note update")
+        payload = await self._session.require().json("POST", note_url("update"), body=body, what="note update")
         updated = [note for note in rm.map_notes(payload) if note.note_id == note_id]
         return updated[0] if updated else await self._note(note_id)
 
@@ -236,7 +243,7 @@ class ResearchModule(FidelityModule):
                 details={"note_id": note_id, "symbol": current.symbol},
             )
         body = {"noteId": note_id, "symbol": current.symbol}
-        await self._require().json("POST", note_url("delete"), body=body, what="note deletion")
+        await self._session.require().json("POST", note_url("delete"), body=body, what="note deletion")
 
     async def _note(self, note_id: str) -> NoteDetail:
         for note in await self.get_notes():

@@ -260,3 +260,8 @@ def option_contract(symbol: str) -> OptionContract | None:
         strike=float(match.group("strike")),
         expiration=expiration,
     )
+
+
+def new_york_date(moment: datetime) -> date:
+    """Return the date of a moment in New York: the upstream's business day."""
+    return moment.astimezone(NEW_YORK).date()

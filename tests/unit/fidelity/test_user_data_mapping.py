@@ -7,8 +7,8 @@ from datetime import UTC, datetime
 
 import pytest
 
+from ftdesk.brokers.fidelity import market_calendar as calendar
 from ftdesk.brokers.fidelity import user_data_alerts as alerts
-from ftdesk.brokers.fidelity import user_data_calendar as calendar
 from ftdesk.brokers.fidelity import user_data_preferences as prefs
 from ftdesk.brokers.fidelity import user_data_watchlists as lists
 from ftdesk.brokers.fidelity.http import UpstreamResponse
