@@ -188,6 +188,21 @@ async def test_logout_ends_the_upstream_session_and_is_idempotent(broker: Fideli
         await broker.accounts.get_positions(p.MARGIN)
 
 
+async def test_the_account_list_is_reused_within_its_login_and_listed_afresh_by_the_next(
+    broker: FidelityBroker, fake: FakeFidelity
+) -> None:
+    listing = "/ftgw/dp/customer-am-acctnxt/v2/accounts"
+    await broker.session.login(credentials())
+    await broker.accounts.get_accounts()
+    await broker.accounts.get_positions(p.MARGIN)  # checks the number against the list it already has
+    assert fake.hits[listing] == 1
+    # Another login may be another user: its accounts are listed again, never taken from the last one's list.
+    await broker.session.logout()
+    await broker.session.login(credentials())
+    assert [a.acct_num for a in await broker.accounts.get_accounts()] == list(p.ACCOUNT_NUMBERS)
+    assert fake.hits[listing] == 2
+
+
 async def test_a_failing_security_context_does_not_fail_the_login(broker: FidelityBroker, fake: FakeFidelity) -> None:
     fake.security_context_status = 500
     session = await broker.session.login(credentials())
