@@ -15,7 +15,8 @@ from pydantic import BaseModel, Field
 
 from ftdesk.domain import errors as e
 from ftdesk.service.quote_frames import MAX_STREAM_SYMBOLS, QuoteJson, with_books
-from ftdesk.streaming.hub import QuoteConsumer, QuoteHub, normalize_symbols
+from ftdesk.streaming.consumer import QuoteConsumer, normalize_symbols
+from ftdesk.streaming.hub import QuoteHub
 
 DEFAULT_HEARTBEAT_SECONDS = 15.0
 """Quiet time after which an SSE stream sends a ``: heartbeat`` comment (and a WebSocket a ping)."""

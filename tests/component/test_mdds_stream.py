@@ -16,7 +16,8 @@ from ftdesk.brokers.fidelity.mdds import MDDS_URL, MddsQuoteFeed
 from ftdesk.brokers.fidelity.routing import UpstreamRouter
 from ftdesk.domain.errors import AuthRequired, SessionExpired
 from ftdesk.domain.market import Quote
-from ftdesk.streaming.hub import QuoteConsumer, QuoteHub
+from ftdesk.streaming.consumer import QuoteConsumer
+from ftdesk.streaming.hub import QuoteHub
 from ftdesk.streaming.models import HubState, QuoteError, QuoteItem
 from tests.fakes.clock import ManualClock
 from tests.fakes.mdds_server import FakeMdds

@@ -28,8 +28,9 @@ from ftdesk.service.quote_frames import (
 from ftdesk.service.routes.common import Symbol, context
 from ftdesk.service.routing import Call, QueryBool, QueryModel, RouteTable
 from ftdesk.service.streaming_state import DEFAULT_HEARTBEAT_SECONDS, STREAMING, SharedQuotes
+from ftdesk.streaming.consumer import QuoteConsumer, normalize_symbols
 from ftdesk.streaming.events import EVENT_STATE_DESCRIPTIONS, AccountEventHub, EventConsumer
-from ftdesk.streaming.hub import QuoteConsumer, QuoteHub, normalize_symbols
+from ftdesk.streaming.hub import QuoteHub
 from ftdesk.streaming.models import ConsumerClosed, HubState, QuoteItem
 
 routes = RouteTable(tag="streaming")

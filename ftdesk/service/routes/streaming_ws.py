@@ -30,7 +30,8 @@ from ftdesk.service.quote_frames import (
 from ftdesk.service.routes.common import Symbol, context
 from ftdesk.service.routing import Call, RouteTable, validate_json
 from ftdesk.service.streaming_state import DEFAULT_HEARTBEAT_SECONDS, STREAMING, StreamingState
-from ftdesk.streaming.hub import QuoteConsumer, QuoteHub, normalize_symbols
+from ftdesk.streaming.consumer import QuoteConsumer, normalize_symbols
+from ftdesk.streaming.hub import QuoteHub
 from ftdesk.streaming.models import ConsumerClosed, QuoteItem
 
 routes = RouteTable(tag="streaming")

@@ -6,7 +6,8 @@ from collections.abc import Sequence
 
 from ftdesk.brokers.base import QuoteFeed
 from ftdesk.domain.market import Quote
-from ftdesk.streaming.hub import QuoteConsumer, QuoteHub
+from ftdesk.streaming.consumer import QuoteConsumer
+from ftdesk.streaming.hub import QuoteHub
 from ftdesk.streaming.models import HubState, QuoteError, QuoteItem
 from tests.fakes.clock import ManualClock
 from tests.fakes.quote_feed import FakeQuoteFeed

@@ -12,7 +12,7 @@ import contextlib
 
 import pytest
 
-from ftdesk.streaming.hub import DIRECT_DELIVERY, QuoteConsumer
+from ftdesk.streaming.consumer import DIRECT_DELIVERY, QuoteConsumer
 from ftdesk.streaming.models import ConsumerClosed, QuoteItem
 from tests.unit.streaming.conftest import MakeRig
 from tests.unit.streaming.helpers import Rig, prices, settle

@@ -7,7 +7,8 @@ import asyncio
 import pytest
 
 from ftdesk.domain.errors import BrokerError, StreamingUnavailable
-from ftdesk.streaming.hub import QuoteHub, normalize_symbols
+from ftdesk.streaming.consumer import normalize_symbols
+from ftdesk.streaming.hub import QuoteHub
 from ftdesk.streaming.models import ConsumerClosed, HubState
 from tests.fakes.clock import ManualClock
 from tests.fakes.quote_feed import FakeQuoteFeed

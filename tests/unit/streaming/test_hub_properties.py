@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ftdesk.streaming.hub import QuoteConsumer, QuoteHub
+from ftdesk.streaming.consumer import QuoteConsumer
+from ftdesk.streaming.hub import QuoteHub
 from tests.fakes.clock import ManualClock
 from tests.fakes.quote_feed import FakeQuoteFeed
 from tests.unit.streaming.helpers import settle
