@@ -31,6 +31,7 @@ from ftdesk.domain.clock import Clock, SystemClock
 from ftdesk.domain.session import SessionState
 from ftdesk.logs import SecretRedactor, configure_logging, log_dir
 from ftdesk.service.context import LiveTradingSwitch, ServiceContext
+from ftdesk.service.control import ServiceControl
 from ftdesk.service.credentials import CredentialStore
 from ftdesk.service.keys import ApiKeyStore, SecretVault
 from ftdesk.service.orders_desk import OrderDesk
@@ -128,7 +129,7 @@ class ServiceRuntime:
         self.quotes: QuoteHub | None = None
         self.events: AccountEventHub | None = None
 
-    async def start(self) -> None:
+    async def start(self) -> ServiceContext:
         """Load the API key, start the broker, build the app and bind the port (``PortInUseError`` if taken)."""
         settings = self.settings
         vault = SecretVault(self._keyring_backend)
@@ -181,7 +182,7 @@ class ServiceRuntime:
         events.set_session_active(session.state is SessionState.LOGGED_IN)
         session.add_listener(lambda state: events.set_session_active(state is SessionState.LOGGED_IN))
         self.events = events
-        self.context = ServiceContext(
+        self.context = context = ServiceContext(
             settings=settings,
             api_key=api_key,
             key_source=key_source,
@@ -213,6 +214,7 @@ class ServiceRuntime:
         self.server = server
         if settings.login_at_startup:
             await session.login_with_stored_credentials()
+        return context
 
     async def regenerate_api_key(self) -> None:
         """Store a new API key (off the loop); it takes effect when the service next starts."""
@@ -261,27 +263,30 @@ async def serve_until_stopped(settings: Settings, redactor: SecretRedactor) -> i
     stop = asyncio.Event()
     _install_stop_signals(asyncio.get_running_loop(), stop)
     backend = await asyncio.to_thread(system_keyring)
+    control = ServiceControl(
+        settings,
+        lambda current, window: ServiceRuntime(current, keyring_backend=backend, redactor=redactor, window=window),
+        redactor=redactor,
+    )
     try:
-        runtime = ServiceRuntime(settings, keyring_backend=backend, redactor=redactor)
+        await control.start()
     except ConfigError as exc:
         print(f"ftdesk: configuration error: {exc}", file=sys.stderr, flush=True)
         return 2
-    try:
-        await runtime.start()
     except PortInUseError as exc:
         print(f"ftdesk: {exc}", file=sys.stderr, flush=True)
         return 1
     mode = "LIVE TRADING" if settings.live_trading else "dry-run"
     print(
-        f"ftdesk {__version__} serving {runtime.url}/api/v1 (broker: {settings.broker}, {mode}); "
-        f"docs: {runtime.url}/docs",
+        f"ftdesk {__version__} serving {control.url}/api/v1 (broker: {settings.broker}, {mode}); "
+        f"docs: {control.url}/docs",
         flush=True,
     )
     try:
         await stop.wait()
     finally:
         log.info("Shutting down")
-        await runtime.stop()
+        await control.stop()
     return 0
 
 
@@ -396,17 +401,11 @@ def run_tray(settings: Settings, redactor: SecretRedactor) -> int:
 
     freeze_imported_objects()
 
-    def make_runtime(current: Settings, window: DesktopWindow) -> ServiceRuntime:
+    def make_runtime(current: Settings, window: DesktopWindow | None) -> ServiceRuntime:
         return ServiceRuntime(current, keyring_backend=backend, redactor=redactor, window=window)
 
-    return run_gui(
-        settings,
-        redactor,
-        make_runtime=make_runtime,
-        reload_settings=load_settings,
-        install_stop_signals=_install_stop_signals,
-        login_item=login_item_for_platform(),
-    )
+    control = ServiceControl(settings, make_runtime, reload_settings=load_settings, redactor=redactor)
+    return run_gui(control, install_stop_signals=_install_stop_signals, login_item=login_item_for_platform())
 
 
 def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:

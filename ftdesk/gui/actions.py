@@ -6,20 +6,18 @@ and at most one of each kind is open: asking again brings the open one to the fr
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from typing import Generic, TypeVar
 
 from PySide6.QtCore import QObject, Signal
 from PySide6.QtWidgets import QDialog
 
-from ftdesk.autostart import LoginItem
 from ftdesk.gui.bridge import ServiceBridge
-from ftdesk.service.first_run import record_welcome_shown
 from ftdesk.gui.live_confirm import LiveTradingConfirmDialog
 from ftdesk.gui.login_dialog import LoginDialog
 from ftdesk.gui.settings_dialog import SettingsDialog
 from ftdesk.gui.welcome import WelcomeDialog
+from ftdesk.service.control import LoginItem
 
 log = logging.getLogger(__name__)
 
@@ -156,7 +154,7 @@ class UserActions(QObject):
     async def _record_welcome_shown(self) -> None:
         data_dir = self._bridge.settings.data_dir
         try:
-            await asyncio.to_thread(record_welcome_shown, data_dir)
+            await self._bridge.control.record_welcome_shown()
         except OSError as exc:  # a read-only data dir must not stop the app; the welcome returns next time
             log.warning("Could not record that the welcome window was shown in %s: %s", data_dir, exc.strerror)
 

@@ -19,19 +19,14 @@ from typing import Any
 
 from PySide6.QtWidgets import QApplication, QSystemTrayIcon
 
-from ftdesk import __version__
-from ftdesk.autostart import LoginItem
-from ftdesk.config import ConfigError, Settings
 from ftdesk.gui.actions import UserActions
-from ftdesk.gui.bridge import POLL_INTERVAL_MS, RuntimeFactory, ServiceBridge
+from ftdesk.gui.bridge import POLL_INTERVAL_MS, ServiceBridge
 from ftdesk.gui.event_loop import DesktopEventLoop
-from ftdesk.service.first_run import is_first_start
 from ftdesk.gui.icons import IconSet
 from ftdesk.gui.notifications import Notifier
 from ftdesk.gui.status_window import StatusWindow
 from ftdesk.gui.tray import TrayIcon
-from ftdesk.logs import SecretRedactor
-from ftdesk.service.server import PortInUseError
+from ftdesk.service.control import ConfigError, LoginItem, PortInUseError, ServiceControl
 
 log = logging.getLogger(__name__)
 
@@ -44,9 +39,9 @@ StopSignalInstaller = Callable[[asyncio.AbstractEventLoop, asyncio.Event], None]
 class UnexpectedErrors:
     """Log every unexpected exception and tell the trader once (per minute) instead of crashing."""
 
-    def __init__(self, notifier: Notifier, redactor: SecretRedactor, log_folder: str) -> None:
+    def __init__(self, notifier: Notifier, scrub: Callable[[str], str], log_folder: str) -> None:
         self._notifier = notifier
-        self._redactor = redactor
+        self._scrub = scrub
         self._log_folder = log_folder
         self._last_notice: float | None = None
 
@@ -70,7 +65,7 @@ class UnexpectedErrors:
         if self._last_notice is not None and now - self._last_notice < ERROR_NOTICE_INTERVAL:
             return
         self._last_notice = now
-        text = self._redactor.scrub(f"{type(exc).__name__}: {exc}")[:200]
+        text = self._scrub(f"{type(exc).__name__}: {exc}")[:200]
         self._notifier.show(
             "ftdesk hit an unexpected error", f"{text}. ftdesk keeps running; details are in {self._log_folder}"
         )
@@ -81,9 +76,7 @@ class DesktopApp:
 
     def __init__(
         self,
-        settings: Settings,
-        make_runtime: RuntimeFactory,
-        reload_settings: Callable[[], Settings],
+        control: ServiceControl,
         *,
         icons: IconSet | None = None,
         has_tray: bool | None = None,
@@ -94,7 +87,7 @@ class DesktopApp:
         self.icons = icons or IconSet()
         self.has_tray = QSystemTrayIcon.isSystemTrayAvailable() if has_tray is None else has_tray
         QApplication.setWindowIcon(self.icons.app_icon())  # the window and every dialog
-        self.bridge = ServiceBridge(settings, make_runtime, reload_settings, poll_interval_ms=poll_interval_ms)
+        self.bridge = ServiceBridge(control, poll_interval_ms=poll_interval_ms)
         self.notifier = Notifier()
         self.bridge.notify.connect(self.notifier.show)
         self.actions = UserActions(self.bridge, login_item=login_item)
@@ -107,7 +100,7 @@ class DesktopApp:
     async def start(self) -> None:
         """Start the service, then show the tray icon, or the window where there is no tray; welcome a new trader."""
         # Before the service starts: starting it creates the order journal, one of the traces of an earlier run.
-        first_start = await asyncio.to_thread(is_first_start, self.bridge.settings.data_dir)
+        first_start = await self.bridge.control.is_first_start()
         await self.bridge.start()
         if self.tray is not None:
             self.tray.show()
@@ -137,18 +130,15 @@ class DesktopApp:
 
 
 async def serve_with_tray(
-    settings: Settings,
-    redactor: SecretRedactor,
-    make_runtime: RuntimeFactory,
-    reload_settings: Callable[[], Settings],
+    control: ServiceControl,
     install_stop_signals: StopSignalInstaller,
     login_item: LoginItem | None = None,
 ) -> int:
     """Run the tray app until Quit, SIGINT or SIGTERM; return the exit code."""
     loop = asyncio.get_running_loop()
-    desktop = DesktopApp(settings, make_runtime, reload_settings, login_item=login_item)
+    desktop = DesktopApp(control, login_item=login_item)
     install_stop_signals(loop, desktop.stop_requested)
-    errors = UnexpectedErrors(desktop.notifier, redactor, str(desktop.bridge.log_folder))
+    errors = UnexpectedErrors(desktop.notifier, control.scrub, str(desktop.bridge.log_folder))
     previous_hook = sys.excepthook
     sys.excepthook = errors.excepthook
     loop.set_exception_handler(errors.loop_exception)
@@ -165,7 +155,7 @@ async def serve_with_tray(
         mode = "LIVE TRADING" if status.live else "dry-run"
         face = "tray icon" if desktop.has_tray else "status window (no system tray)"
         print(
-            f"ftdesk {__version__} serving {status.api_url} (broker: {status.broker}, {mode}); "
+            f"ftdesk {control.version} serving {status.api_url} (broker: {status.broker}, {mode}); "
             f"docs: {status.docs_url}; {face}",
             flush=True,
         )
@@ -179,11 +169,8 @@ async def serve_with_tray(
 
 
 def run_gui(
-    settings: Settings,
-    redactor: SecretRedactor,
+    control: ServiceControl,
     *,
-    make_runtime: RuntimeFactory,
-    reload_settings: Callable[[], Settings],
     install_stop_signals: StopSignalInstaller,
     login_item: LoginItem | None = None,
 ) -> int:
@@ -194,6 +181,4 @@ def run_gui(
     app.setApplicationDisplayName("ftdesk")
     app.setQuitOnLastWindowClosed(False)  # the tray app lives on with every window closed
     with asyncio.Runner(loop_factory=lambda: DesktopEventLoop(app)) as runner:
-        return runner.run(
-            serve_with_tray(settings, redactor, make_runtime, reload_settings, install_stop_signals, login_item)
-        )
+        return runner.run(serve_with_tray(control, install_stop_signals, login_item))

@@ -1,42 +1,32 @@
 """The one place where service state becomes Qt signals and Qt actions become service calls.
 
-``ServiceBridge`` holds the running service (a ``ServiceRuntimeHandle``, built by the composition root) and
-re-emits everything the tray shows as one ``status_changed(AppStatus)`` signal: on every session change
-(listener) and on a 1 Hz poll for what has no listener (the stream hubs, client counts). It implements what
-the dialogs ask for (``LoginSubmit``, ``SettingsActions``) and the menu actions, and it turns notable
-changes into ``notify(title, message)``: session expired, re-authenticated, an upstream stream lost and
-back, and order fills read from the account-event stream. Everything that can block (keychain, files)
-runs in a worker thread.
+``ServiceBridge`` talks to the service only through its ``ServiceControl`` (built by the composition
+root) and re-emits everything the tray shows as one ``status_changed(AppStatus)`` signal: on every state
+change the control reports (session, live trading, settings, start and stop) and on a 1 Hz poll for what
+has none (the stream hubs, client counts). It implements what the dialogs ask for (``LoginSubmit``,
+``SettingsActions``) and the menu actions, and it turns notable changes into ``notify(title, message)``:
+session expired, re-authenticated, an upstream stream lost and back, and order fills from the account
+events. Everything that can block (keychain, files) runs in a worker thread.
 """
 
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import logging
 from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from pydantic import SecretStr
 from PySide6.QtCore import QObject, QTimer, QUrl, Signal
 from PySide6.QtGui import QDesktopServices, QGuiApplication
 
-from ftdesk.config import SETTINGS_BY_NAME, ConfigError, Settings, save_settings_file, validate_setting
-from ftdesk.domain.errors import FtdeskError, StreamingUnavailable, TotpRequired
+from ftdesk.domain.errors import FtdeskError, TotpRequired
 from ftdesk.domain.events import AccountEvent, EventType
 from ftdesk.domain.session import Credentials, SessionState
-from ftdesk.gui.contracts import LoginOutcome, LoginRequest, LoginResult, SaveOutcome
-from ftdesk.logs import log_dir
-from ftdesk.service.context import LiveTradingSwitch, ServiceContext
-from ftdesk.service.orders_desk import OrderDesk
-from ftdesk.service.orders_journal import JournalEntry
-from ftdesk.service.routes.app_window import DesktopWindow
-from ftdesk.service.session import SessionManager
-from ftdesk.streaming.events import AccountEventHub
-from ftdesk.streaming.hub import QuoteHub
-from ftdesk.streaming.models import ConsumerClosed, HubState
+from ftdesk.gui.contracts import LoginOutcome, LoginRequest, LoginResult
+from ftdesk.service.control import HubState, JournalEntry, SaveOutcome, ServiceChange, ServiceControl, Settings
 
 log = logging.getLogger(__name__)
 
@@ -44,36 +34,6 @@ POLL_INTERVAL_MS = 1000
 """How often the bridge looks at what has no listener (stream hubs, connected clients)."""
 JOURNAL_ROWS = 10
 """Journal entries the status window shows."""
-
-
-class ServiceRuntimeHandle(Protocol):
-    """What the bridge needs of the running service (``ftdesk.app.ServiceRuntime`` is one)."""
-
-    settings: Settings
-    live: LiveTradingSwitch
-    session: SessionManager | None
-    quotes: QuoteHub | None
-    events: AccountEventHub | None
-    orders: OrderDesk | None
-    context: ServiceContext | None
-
-    @property
-    def url(self) -> str:
-        """Return the base URL of the running service."""
-        ...
-
-    async def start(self) -> None:
-        """Start the service."""
-
-    async def stop(self) -> None:
-        """Stop the service (streams closed, server stopped, broker closed)."""
-
-    async def regenerate_api_key(self) -> None:
-        """Store a new API key for the next start."""
-
-
-RuntimeFactory = Callable[[Settings, DesktopWindow], ServiceRuntimeHandle]
-"""Builds a runtime from settings; the window lets a second launch bring ours to the front."""
 
 
 @dataclass(frozen=True)
@@ -139,7 +99,7 @@ def expiry_message(status: AppStatus) -> str:
 
 
 class ServiceBridge(QObject):
-    """Holds the service runtime and speaks Qt for it (see the module docstring)."""
+    """Speaks Qt for the service's control surface (see the module docstring)."""
 
     status_changed = Signal(object)  # AppStatus
     notify = Signal(str, str)  # title, message
@@ -147,25 +107,17 @@ class ServiceBridge(QObject):
 
     def __init__(
         self,
-        settings: Settings,
-        make_runtime: RuntimeFactory,
-        reload_settings: Callable[[], Settings],
+        control: ServiceControl,
         *,
         poll_interval_ms: int = POLL_INTERVAL_MS,
         parent: QObject | None = None,
     ) -> None:
         super().__init__(parent)
-        self._settings = settings
-        self._make_runtime = make_runtime
-        self._reload_settings = reload_settings
-        self._window = DesktopWindow(show=self.request_show_window)
-        self._runtime: ServiceRuntimeHandle | None = None
-        self._running = False
-        self._restart_lock = asyncio.Lock()
+        self._control = control
+        control.show_window_with(self.request_show_window)
+        self._subscriptions: list[Callable[[], None]] = []
         self._status: AppStatus | None = None
         self._refresh_scheduled = False
-        self._event_reader: asyncio.Task[None] | None = None
-        self._event_consumer_id: str | None = None
         self._streams_lost: set[str] = set()
         self._tasks: set[asyncio.Task[Any]] = set()
         self._poll = QTimer(self)
@@ -175,16 +127,14 @@ class ServiceBridge(QObject):
     # --- lifecycle --------------------------------------------------------------------------------
 
     @property
-    def runtime(self) -> ServiceRuntimeHandle:
-        """Return the running service; raise if the bridge has none."""
-        if self._runtime is None:
-            raise RuntimeError("the service is not running")
-        return self._runtime
+    def control(self) -> ServiceControl:
+        """Return the service's control surface."""
+        return self._control
 
     @property
     def settings(self) -> Settings:
         """Return the settings the service runs with (or last ran with)."""
-        return self._settings
+        return self._control.settings
 
     @property
     def status(self) -> AppStatus:
@@ -192,11 +142,15 @@ class ServiceBridge(QObject):
         return self._status or self._compute_status()
 
     async def start(self) -> None:
-        """Build and start the service; raise what ``start`` raises (e.g. ``PortInUseError``)."""
-        runtime = self._make_runtime(self._settings, self._window)
-        await runtime.start()
-        self._bind(runtime)
+        """Start the service; raise what its start raises (e.g. ``PortInUseError``)."""
+        if not self._subscriptions:
+            self._subscriptions = [
+                self._control.subscribe(self._on_change),
+                self._control.subscribe_account_events(self._on_account_event),
+            ]
+        await self._control.start()
         self._poll.start()
+        self.refresh()
 
     async def stop(self) -> None:
         """Stop the service and every task of the bridge; idempotent."""
@@ -205,28 +159,10 @@ class ServiceBridge(QObject):
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
-        runtime = self._unbind()
-        if runtime is not None:
-            await runtime.stop()
-
-    def _bind(self, runtime: ServiceRuntimeHandle) -> None:
-        self._runtime = runtime
-        self._settings = runtime.settings
-        self._running = True
-        if runtime.session is not None:
-            session = runtime.session
-            session.add_listener(lambda _state: self._schedule_refresh(runtime))
-        if runtime.events is not None:
-            self._event_reader = self.spawn(self._read_account_events(runtime.events))
-        self.refresh()
-
-    def _unbind(self) -> ServiceRuntimeHandle | None:
-        runtime, self._runtime = self._runtime, None
-        self._running = False
-        reader, self._event_reader = self._event_reader, None
-        if reader is not None:
-            reader.cancel()
-        return runtime
+        subscriptions, self._subscriptions = self._subscriptions, []
+        for unsubscribe in subscriptions:
+            unsubscribe()
+        await self._control.stop()
 
     def spawn(self, coroutine: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
         """Run a coroutine as a task the bridge owns: its failure is logged and shown, never lost."""
@@ -246,9 +182,9 @@ class ServiceBridge(QObject):
 
     # --- status -------------------------------------------------------------------------------------
 
-    def _schedule_refresh(self, runtime: ServiceRuntimeHandle) -> None:
-        # Session listeners run inside the session's own state change; look once the change is complete.
-        if runtime is self._runtime and not self._refresh_scheduled:
+    def _on_change(self, _change: ServiceChange) -> None:
+        # Listeners run inside the change (a session's own state change); look once the change is complete.
+        if not self._refresh_scheduled:
             self._refresh_scheduled = True
             asyncio.get_running_loop().call_soon(self.refresh)
 
@@ -264,61 +200,29 @@ class ServiceBridge(QObject):
         self.status_changed.emit(status)
 
     def _compute_status(self) -> AppStatus:
-        runtime = self._runtime
-        settings = self._settings
-        url = runtime.url if runtime is not None else settings.base_url
-        if runtime is None or runtime.session is None:
-            return AppStatus(
-                running=False,
-                session=SessionState.LOGGED_OUT,
-                username=None,
-                broker=settings.broker,
-                live=runtime.live.enabled if runtime is not None else False,
-                api_url=f"{url}/api/v1",
-                docs_url=f"{url}/docs",
-                quotes=HubState.DISABLED,
-                events=HubState.DISABLED,
-                clients={},
-                last_error=None,
-                reauth_count=0,
-                auto_reauth=settings.auto_reauth,
-                credentials_stored=False,
-            )
-        session = runtime.session.status()
-        clients: dict[str, int] = {}
-        last_error = session.last_error
-        quotes_state = events_state = HubState.DISABLED
-        events_why_not: str | None = None
-        if runtime.quotes is not None:
-            quotes = runtime.quotes.status()
-            quotes_state = quotes.state
-            clients["sse"] = quotes.consumers_by_kind.get("sse", 0)
-            clients["ws"] = quotes.consumers_by_kind.get("ws", 0)
-            if quotes_state is HubState.RECONNECTING and quotes.last_error:
-                last_error = quotes.last_error
-        if runtime.events is not None:
-            events = runtime.events.status()
-            events_state = events.state
-            events_why_not = events.why_not
-            clients["events"] = sum(1 for c in events.consumers if c.id != self._event_consumer_id)
-            if events_state is HubState.RECONNECTING and events.last_error:
-                last_error = events.last_error
+        service = self._control.status()
+        streams = service.streams
+        last_error = service.last_error
+        if streams.quotes is HubState.RECONNECTING and streams.quotes_error:
+            last_error = streams.quotes_error
+        if streams.events is HubState.RECONNECTING and streams.events_error:
+            last_error = streams.events_error
         return AppStatus(
-            running=self._running,
-            session=session.state,
-            username=session.username,
-            broker=session.broker,
-            live=runtime.live.enabled,
-            api_url=f"{url}/api/v1",
-            docs_url=f"{url}/docs",
-            quotes=quotes_state,
-            events=events_state,
-            clients=clients,
+            running=service.running,
+            session=service.session,
+            username=service.username,
+            broker=service.broker,
+            live=service.live,
+            api_url=f"{service.url}/api/v1",
+            docs_url=f"{service.url}/docs",
+            quotes=streams.quotes,
+            events=streams.events,
+            clients=dict(streams.clients),
             last_error=last_error,
-            reauth_count=session.reauth_count,
-            auto_reauth=session.auto_reauth,
-            credentials_stored=session.credentials_stored,
-            events_why_not=events_why_not,
+            reauth_count=service.reauth_count,
+            auto_reauth=service.auto_reauth,
+            credentials_stored=service.credentials_stored,
+            events_why_not=streams.events_why_not,
         )
 
     def _notify_changes(self, previous: AppStatus, status: AppStatus) -> None:
@@ -339,46 +243,22 @@ class ServiceBridge(QObject):
             elif now in (HubState.WAITING_FOR_SESSION, HubState.IDLE, HubState.DISABLED):
                 self._streams_lost.discard(name)  # logged out or idle: nothing to come back
 
-    # --- account events -----------------------------------------------------------------------------
-
-    async def _read_account_events(self, hub: AccountEventHub) -> None:
-        """Turn fills on the account-event stream into notifications, for as long as this runtime runs."""
-        last_id: int | None = None
-        while True:
-            try:
-                consumer, _replay = hub.open_consumer(last_id)
-            except StreamingUnavailable:
-                return  # not configured (e.g. Fidelity without BEPS) or shut down: no fill notifications
-            self._event_consumer_id = consumer.id
-            try:
-                while True:
-                    for item in await consumer.get():
-                        last_id = item.id
-                        if item.event.event_type == EventType.EXECUTION.value:
-                            self.notify.emit(*fill_message(item.event))
-            except ConsumerClosed:
-                continue  # overflow closes a reader: resume after the last event seen (hub closed: open fails)
-            finally:
-                consumer.close()
-                if self._event_consumer_id == consumer.id:
-                    self._event_consumer_id = None
+    def _on_account_event(self, event: AccountEvent) -> None:
+        if event.event_type == EventType.EXECUTION.value:
+            self.notify.emit(*fill_message(event))
 
     # --- login (LoginSubmit) ------------------------------------------------------------------------
 
     async def submit_login(self, request: LoginRequest) -> LoginOutcome:
         """Log in with what the dialog collected; store the credentials when asked."""
-        runtime = self.runtime
-        session, context = runtime.session, runtime.context
-        if session is None or context is None:
-            return LoginOutcome(LoginResult.FAILED, "The service is not running")
         credentials = Credentials(
             username=request.username, password=SecretStr(request.password), totp_code=request.totp_code or None
         )
         try:
-            await session.login(credentials)
+            await self._control.log_in(credentials)
         except TotpRequired as exc:
             return LoginOutcome(LoginResult.TOTP_REQUIRED, exc.message)
-        except FtdeskError as exc:  # LoginFailed, BrokerError, ...: the message is for the trader
+        except FtdeskError as exc:  # LoginFailed, BrokerError, ServiceNotRunning...: the message is for the trader
             return LoginOutcome(LoginResult.FAILED, exc.message)
         except Exception as exc:
             log.exception("Login failed unexpectedly")
@@ -388,8 +268,7 @@ class ServiceBridge(QObject):
         # A one-time code is useless later: only the username and password are kept.
         stored = Credentials(username=request.username, password=SecretStr(request.password))
         try:
-            await asyncio.to_thread(context.credentials.save, stored)
-            await session.refresh_credentials_flag()
+            await self._control.store_credentials(stored)
         except FtdeskError as exc:  # e.g. no keychain and no FTSERVICE_ENCRYPTION_KEY
             self.notify.emit("Credentials not stored", exc.message)
             return LoginOutcome(LoginResult.OK, f"Logged in, but the credentials were not stored: {exc.message}")
@@ -400,139 +279,55 @@ class ServiceBridge(QObject):
 
     async def logout(self) -> None:
         """End the brokerage session."""
-        session = self.runtime.session
-        if session is not None:
-            await session.logout()
+        await self._control.log_out()
         self.refresh()
 
     # --- live trading --------------------------------------------------------------------------------
 
     def set_live_trading(self, enabled: bool) -> None:
         """Switch live trading on or off for this run (the settings file keeps the start value)."""
-        runtime = self.runtime
-        if runtime.live.enabled != enabled:
-            runtime.live.enabled = enabled
-            log.warning("Live trading switched %s from the desktop app", "ON" if enabled else "off")
+        self._control.set_live_trading(enabled, source="from the desktop app")
         self.refresh()
 
     # --- settings (SettingsActions) ------------------------------------------------------------------
 
     async def current_settings(self) -> Settings:
         """Return the settings as the file and the environment hold them now (read off the loop)."""
-        return await asyncio.to_thread(self._reload_settings)
+        return await self._control.saved_settings()
 
     async def save_settings(self, changes: Mapping[str, Any]) -> SaveOutcome:
         """Validate, write the settings file (off the loop) and apply what can change live."""
-        runtime = self.runtime
-        running = runtime.settings
-        errors: dict[str, str] = {}
-        values: dict[str, Any] = {}
-        for name, raw in changes.items():
-            spec = SETTINGS_BY_NAME.get(name)
-            if spec is None:
-                errors[name] = f"{name!r} is not a setting"
-            elif not spec.file_allowed:
-                errors[name] = f"{name} can only be set with the environment variable {spec.env}"
-            elif running.locked_by_env(name):
-                errors[name] = f"fixed by the environment variable {spec.env}"
-            elif raw is None:
-                values[name] = None
-            else:
-                try:
-                    values[name] = validate_setting(name, raw)
-                except ConfigError as exc:
-                    errors[name] = str(exc)
-        if errors:
-            return SaveOutcome(errors=errors)
-        try:
-            await asyncio.to_thread(save_settings_file, running.data_dir, values)
-        except (OSError, ConfigError) as exc:
-            reason = f"the settings file could not be written: {exc}"
-            return SaveOutcome(errors=dict.fromkeys(values, reason))
-        applied: list[str] = []
-        needs_restart: list[str] = []
-        live_values: dict[str, Any] = {}
-        for name, value in values.items():
-            spec = SETTINGS_BY_NAME[name]
-            effective = spec.default if value is None else value
-            if effective == getattr(running, name):
-                continue
-            if spec.restart_required:
-                needs_restart.append(name)
-            else:
-                live_values[name] = effective
-                applied.append(name)
-        if live_values:
-            self._apply_live(runtime, live_values)
-        return SaveOutcome(applied=applied, needs_restart=needs_restart)
-
-    def _apply_live(self, runtime: ServiceRuntimeHandle, values: Mapping[str, Any]) -> None:
-        settings = dataclasses.replace(runtime.settings, **values)
-        runtime.settings = settings
-        self._settings = settings
-        if runtime.context is not None:
-            runtime.context.settings = settings  # handlers read preview_ttl from here on every place
-        if "live_trading" in values:
-            runtime.live.enabled = bool(values["live_trading"])
-        if "auto_reauth" in values and runtime.session is not None:
-            runtime.session.auto_reauth = bool(values["auto_reauth"])
-        log.info("Settings applied without a restart: %s", ", ".join(sorted(values)))
-        self.refresh()
+        outcome = await self._control.save_settings(changes)
+        if outcome.applied:
+            self.refresh()
+        return outcome
 
     async def regenerate_api_key(self) -> None:
         """Replace the API key and restart the server so only the new key opens it."""
-        try:
-            await self.runtime.regenerate_api_key()
-        except RuntimeError as exc:  # FTSERVICE_API_KEY fixes the key
-            raise ConfigError(str(exc)) from None
-        await self.restart_service()
+        self._restarted(await self._control.regenerate_api_key())
         self.notify.emit("New API key", "Scripts need the new key: copy it from the menu")
 
     async def restart_service(self) -> None:
         """Stop the service, reload the settings and start it again; keep the old settings if the new fail."""
-        async with self._restart_lock:
-            old = self._unbind()
-            if old is None:
-                raise RuntimeError("the service is not running")
-            live = old.live.enabled
-            had_session = old.session is not None and old.session.state is not SessionState.LOGGED_OUT
-            self.refresh()
-            await old.stop()
-            try:
-                settings = await asyncio.to_thread(self._reload_settings)
-                runtime = self._make_runtime(settings, self._window)
-                await runtime.start()
-            except Exception as exc:
-                log.exception("Restart with the new settings failed; starting with the previous ones")
-                self.notify.emit(
-                    "Restart failed", f"{exc}. ftdesk runs with the previous settings: correct the saved ones"
-                )
-                runtime = self._make_runtime(old.settings, self._window)
-                await runtime.start()
-            # A restart never changes the trading mode, in either direction, behind the trader's back.
-            runtime.live.enabled = live
-            self._bind(runtime)
-            if had_session and runtime.session is not None and runtime.session.state is SessionState.LOGGED_OUT:
-                await runtime.session.login_with_stored_credentials()
-            self.refresh()
-            log.info("Service restarted at %s", runtime.url)
+        self._restarted(await self._control.restart())
+
+    def _restarted(self, failure: str | None) -> None:
+        if failure is not None:
+            self.notify.emit(
+                "Restart failed", f"{failure}. ftdesk runs with the previous settings: correct the saved ones"
+            )
+        self.refresh()
 
     # --- menu actions --------------------------------------------------------------------------------
 
     def copy_api_key(self) -> None:
         """Put the API key on the clipboard (it is never shown or logged)."""
-        context = self.runtime.context
-        if context is None:
-            return
-        QGuiApplication.clipboard().setText(context.api_key)
+        QGuiApplication.clipboard().setText(self._control.api_key)
         self.notify.emit("API key copied", "Paste it into your script's Authorization: Bearer header")
 
     def copy_with_api_key(self, template: str, placeholder: str, what: str) -> None:
         """Put a text on the clipboard with the API key in place of the placeholder (the key is never shown)."""
-        context = self.runtime.context
-        if context is None:
-            return
-        QGuiApplication.clipboard().setText(template.replace(placeholder, context.api_key))
+        QGuiApplication.clipboard().setText(template.replace(placeholder, self._control.api_key))
         self.notify.emit(f"{what} copied", "Paste and run it; it holds your API key, so keep it to yourself")
 
     def open_docs(self) -> None:
@@ -544,7 +339,7 @@ class ServiceBridge(QObject):
     @property
     def log_folder(self) -> Path:
         """Return the folder of the log files."""
-        return log_dir(self._settings.data_dir)
+        return self._control.log_folder
 
     def open_log_folder(self) -> None:
         """Open the folder of the log files in the file manager."""
@@ -554,10 +349,7 @@ class ServiceBridge(QObject):
 
     async def journal_entries(self, limit: int = JOURNAL_ROWS) -> list[JournalEntry]:
         """Return the newest order-journal entries (read off the loop)."""
-        runtime = self._runtime
-        if runtime is None or runtime.orders is None:
-            return []
-        return await runtime.orders.entries(limit=limit, start=None, end=None)
+        return await self._control.journal_entries(limit)
 
     def request_show_window(self) -> None:
         """Ask the app to bring its window to the front (called by the API hand-off; no widget work here)."""

@@ -8,9 +8,11 @@ one place where Qt actions become service calls.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Protocol
+
+from ftdesk.service.control import SaveOutcome
 
 
 @dataclass(frozen=True)
@@ -43,19 +45,6 @@ class LoginOutcome:
 
 
 LoginSubmit = Callable[[LoginRequest], Awaitable[LoginOutcome]]
-
-
-@dataclass(frozen=True)
-class SaveOutcome:
-    """The answer to a settings save.
-
-    ``errors`` maps a setting name to a one-line reason; when it is not empty nothing was saved.
-    ``applied`` took effect at once; ``needs_restart`` is saved but takes effect after a restart.
-    """
-
-    applied: list[str] = field(default_factory=list)
-    needs_restart: list[str] = field(default_factory=list)
-    errors: dict[str, str] = field(default_factory=dict)
 
 
 class SettingsActions(Protocol):

@@ -15,7 +15,7 @@ from typing import Any
 
 from PySide6.QtWidgets import QCheckBox, QComboBox, QHBoxLayout, QLabel, QLineEdit, QVBoxLayout, QWidget
 
-from ftdesk.config import ConfigError, SettingSpec, validate_setting
+from ftdesk.service.control import ConfigError, SettingSpec, validate_setting
 
 ERROR_STYLE = "color: #C62828;"
 NOTE_STYLE = "color: palette(mid); font-style: italic;"

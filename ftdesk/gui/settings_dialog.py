@@ -32,10 +32,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from ftdesk.autostart import LoginItem
-from ftdesk.config import SETTINGS_BY_NAME, Settings
-from ftdesk.gui.contracts import SaveOutcome, SettingsActions
+from ftdesk.gui.contracts import SettingsActions
 from ftdesk.gui.setting_fields import ERROR_STYLE, GROUPS, NOTE_STYLE, ROWS, SettingEditor
+from ftdesk.service.control import SETTINGS_BY_NAME, LoginItem, SaveOutcome, Settings
 
 log = logging.getLogger(__name__)
 

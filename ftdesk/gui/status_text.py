@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from ftdesk.domain.session import SessionState
 from ftdesk.gui.bridge import AppStatus
 from ftdesk.gui.icons import TrayLook
-from ftdesk.streaming.models import HubState
+from ftdesk.service.control import HubState
 
 
 def tray_look(status: AppStatus) -> TrayLook:

@@ -31,7 +31,7 @@ from ftdesk.gui.actions import UserActions
 from ftdesk.gui.bridge import AppStatus, ServiceBridge
 from ftdesk.gui.notifications import Notification, Notifier
 from ftdesk.gui.status_text import status_lines
-from ftdesk.service.orders_journal import JournalEntry
+from ftdesk.service.control import JournalEntry
 
 JOURNAL_REFRESH_MS = 5000
 """How often the journal table is re-read while the window is visible."""

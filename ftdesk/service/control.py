@@ -166,11 +166,11 @@ def validate_setting(name: str, raw: Any, running: Settings | None = None) -> An
     """
     spec = SETTINGS_BY_NAME.get(name)
     if spec is None:
-        raise ConfigError(f"{name!r} is not a setting")
+        raise ConfigError(f"{name!r} is not a setting", setting=name)
     if running is not None and not spec.file_allowed:
-        raise ConfigError(f"{name} can only be set with the environment variable {spec.env}")
+        raise ConfigError(f"{name} can only be set with the environment variable {spec.env}", setting=name)
     if running is not None and running.locked_by_env(name):
-        raise ConfigError(f"fixed by the environment variable {spec.env}")
+        raise ConfigError(f"fixed by the environment variable {spec.env}", setting=name)
     if raw is None:
         return None
     return validate_setting_value(name, raw)

@@ -21,8 +21,9 @@ from ftdesk.config import Settings, load_settings
 from ftdesk.domain.clock import Clock
 from ftdesk.gui.application import DesktopApp
 from ftdesk.gui.bridge import ServiceBridge
-from ftdesk.service.first_run import record_welcome_shown
 from ftdesk.logs import SecretRedactor
+from ftdesk.service.control import ServiceControl
+from ftdesk.service.first_run import record_welcome_shown
 from ftdesk.service.routes.app_window import DesktopWindow
 from tests.conftest import TEST_API_KEY
 from tests.fakes.keyring import InMemoryKeyring
@@ -108,20 +109,15 @@ class DesktopRig:
         environ = {name: value for name, value in environ.items() if value != ""}
         runtimes: list[ServiceRuntime] = []
 
-        def make_runtime(settings: Settings, window: DesktopWindow) -> ServiceRuntime:
+        def make_runtime(settings: Settings, window: DesktopWindow | None) -> ServiceRuntime:
             runtime = ServiceRuntime(
                 settings, clock=clock, keyring_backend=self._keyring, redactor=SecretRedactor(), window=window
             )
             runtimes.append(runtime)
             return runtime
 
-        app = DesktopApp(
-            load_settings(environ),
-            make_runtime,
-            lambda: load_settings(environ),
-            has_tray=has_tray,
-            poll_interval_ms=POLL_MS,
-        )
+        control = ServiceControl(load_settings(environ), make_runtime, reload_settings=lambda: load_settings(environ))
+        app = DesktopApp(control, has_tray=has_tray, poll_interval_ms=POLL_MS)
         desktop = Desktop(app, environ, aiohttp.ClientSession(), runtimes)
         self._desktops.append(desktop)
         if start:

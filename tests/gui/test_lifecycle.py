@@ -13,6 +13,7 @@ from ftdesk.app import ServiceRuntime, hand_off_to_running_instance
 from ftdesk.config import Settings, load_settings
 from ftdesk.gui.application import serve_with_tray
 from ftdesk.logs import SecretRedactor
+from ftdesk.service.control import ServiceControl
 from ftdesk.service.routes.app_window import HEADLESS_REASON, DesktopWindow
 from tests.component.processes import free_port, port_is_free
 from tests.conftest import TEST_API_KEY
@@ -83,7 +84,7 @@ async def start_tray_app(tmp_path, memory_keyring, port: int) -> tuple[asyncio.T
     }
     stop_events: list[asyncio.Event] = []
 
-    def make_runtime(settings: Settings, window: DesktopWindow) -> ServiceRuntime:
+    def make_runtime(settings: Settings, window: DesktopWindow | None) -> ServiceRuntime:
         return ServiceRuntime(settings, keyring_backend=memory_keyring, redactor=SecretRedactor(), window=window)
 
     def install_stop_signals(_loop: asyncio.AbstractEventLoop, stop: asyncio.Event) -> None:
@@ -91,7 +92,8 @@ async def start_tray_app(tmp_path, memory_keyring, port: int) -> tuple[asyncio.T
 
     task = asyncio.get_running_loop().create_task(
         serve_with_tray(
-            load_settings(environ), SecretRedactor(), make_runtime, lambda: load_settings(environ), install_stop_signals
+            ServiceControl(load_settings(environ), make_runtime, reload_settings=lambda: load_settings(environ)),
+            install_stop_signals,
         )
     )
     await wait_until(lambda: bool(stop_events) or task.done())

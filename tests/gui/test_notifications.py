@@ -93,7 +93,7 @@ class Emitter(QObject):
 async def test_an_exception_in_a_slot_is_logged_and_shown_once_and_the_app_goes_on(caplog) -> None:
     notifier = Notifier()
     redactor = SecretRedactor(["hunter2-secret"])
-    errors = UnexpectedErrors(notifier, redactor, "/data/logs")
+    errors = UnexpectedErrors(notifier, redactor.scrub, "/data/logs")
     emitter = Emitter()
 
     def broken_slot() -> None:
@@ -115,7 +115,7 @@ async def test_an_exception_in_a_slot_is_logged_and_shown_once_and_the_app_goes_
 
 async def test_an_exception_in_a_loop_callback_is_shown_instead_of_lost() -> None:
     notifier = Notifier()
-    errors = UnexpectedErrors(notifier, SecretRedactor(), "/data/logs")
+    errors = UnexpectedErrors(notifier, SecretRedactor().scrub, "/data/logs")
     loop = asyncio.get_running_loop()
     previous = loop.get_exception_handler()
     loop.set_exception_handler(errors.loop_exception)
