@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import math
+from calendar import monthrange
 from collections.abc import Sequence
 from datetime import date, timedelta
 
 from ftdesk.brokers.paper.calendar import previous_trading_day
-from ftdesk.brokers.paper.ledger_income import month_end
 from ftdesk.brokers.paper.market_paths import EPOCH
 from ftdesk.brokers.paper.market_prices import PriceSource, Underlying, normalize
 from ftdesk.brokers.paper.market_random import stable_normal, stable_uniform
@@ -153,7 +153,7 @@ def _published_settlements(start: date, end: date) -> list[date]:
     year, month = start.year, start.month
     while date(year, month, 1) <= cutoff:
         mid = previous_trading_day(date(year, month, 15))
-        last = previous_trading_day(month_end(date(year, month, 1)))
+        last = previous_trading_day(date(year, month, monthrange(year, month)[1]))
         out += [day for day in (mid, last) if start <= day <= cutoff]
         year, month = year + month // 12, month % 12 + 1
     return out
