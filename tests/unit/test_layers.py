@@ -44,6 +44,51 @@ def test_the_scan_sees_qt_imports(tmp_path: Path) -> None:
     assert imports_of(sample) == {"PySide6.QtWidgets", "qasync"}
 
 
+GUI_MAY_IMPORT = ("ftdesk.service.control", "ftdesk.domain", "ftdesk.gui")
+"""The desktop app reaches the service through its control surface alone, plus domain records and itself."""
+
+
+def gui_import_offenders(name: str, imports: set[str]) -> list[str]:
+    """Return the imports from ftdesk that a module of the GUI package may not have."""
+    if not name.startswith("ftdesk.gui"):
+        return []
+    return sorted(
+        imported
+        for imported in imports
+        if imported.split(".")[0] == "ftdesk"
+        and not any(imported == allowed or imported.startswith(allowed + ".") for allowed in GUI_MAY_IMPORT)
+    )
+
+
+def test_the_gui_reaches_the_service_only_through_its_control_surface() -> None:
+    offenders = [
+        f"{name} imports {imported}"
+        for name, path in modules()
+        for imported in gui_import_offenders(name, imports_of(path))
+    ]
+    assert offenders == []
+
+
+def test_the_gui_scan_flags_a_reach_past_the_control_surface(tmp_path: Path) -> None:
+    sample = tmp_path / "sample.py"
+    sample.write_text(
+        "from ftdesk import __version__\n"
+        "from ftdesk.service.session import SessionManager\n"
+        "import ftdesk.streaming.hub\n"
+        "from ftdesk.service.control import ServiceControl\n"
+        "from ftdesk.service.controller import Nothing\n"
+        "from ftdesk.domain.session import SessionState\n"
+        "from ftdesk.gui.bridge import ServiceBridge\n"
+    )
+    assert gui_import_offenders("ftdesk.gui.sample", imports_of(sample)) == [
+        "ftdesk",
+        "ftdesk.service.controller",
+        "ftdesk.service.session",
+        "ftdesk.streaming.hub",
+    ]
+    assert gui_import_offenders("ftdesk.service.sample", imports_of(sample)) == []
+
+
 def _violations(rule) -> list[str]:
     return [
         f"{name} imports {imported}"
