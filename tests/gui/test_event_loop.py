@@ -50,3 +50,17 @@ def test_a_callback_run_by_a_process_events_call_outside_the_loop_sees_its_loop(
     qapp.processEvents()  # as pytest-qt does between the phases of a test, with the loop stopped
     assert seen == [loop]
     assert asyncio._get_running_loop() is None, "the running loop is restored afterwards"
+
+
+def test_a_delayed_callback_run_outside_the_loop_sees_its_loop_too(loop: DesktopEventLoop, qapp: QApplication) -> None:
+    seen: list[asyncio.AbstractEventLoop] = []
+    loop.call_at(loop.time(), lambda: seen.append(asyncio.get_running_loop()))
+    loop.call_later(0, lambda: seen.append(asyncio.get_running_loop()))
+    qapp.processEvents()
+    assert seen == [loop, loop]
+
+
+def test_in_debug_mode_a_coroutine_function_is_refused_as_a_callback(loop: DesktopEventLoop) -> None:
+    loop.set_debug(True)
+    with pytest.raises(TypeError, match="coroutines cannot be used"):
+        loop.call_soon(_follow_up)
