@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.api.test_streaming_api import SseFrame, SseReader, of_type, open_sse, open_ws, wait_until, ws_next
+from tests.api.test_streaming_api import SseFrame, SseReader, of_type, open_sse, open_ws, ws_next
 from tests.conftest import RunningService
+from tests.fakes.waiting import wait_until
 
 
 def check_book(book: dict[str, Any], symbol: str) -> None:

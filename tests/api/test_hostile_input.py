@@ -21,8 +21,9 @@ from ftdesk.service.quote_frames import QuoteJson
 from ftdesk.service.streaming_state import StreamingOptions
 from ftdesk.streaming.models import QuoteItem
 from tests.api import routes_for_tests
-from tests.api.test_streaming_api import of_type, open_ws, wait_until, ws_next
+from tests.api.test_streaming_api import of_type, open_ws, ws_next
 from tests.conftest import TEST_API_KEY
+from tests.fakes.waiting import wait_until
 
 API = "/api/v1"
 WAIT = 10.0

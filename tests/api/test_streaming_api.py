@@ -20,6 +20,7 @@ from ftdesk.service.streaming_state import StreamingOptions
 from ftdesk.streaming.models import ConsumerStatus
 from tests.conftest import TEST_API_KEY, RunningService
 from tests.fakes.quote_feed import FakeQuoteFeed
+from tests.fakes.waiting import wait_until
 
 WAIT = 5.0  # upper bound of every wait below; the events come in well under a second
 
@@ -120,13 +121,6 @@ async def ws_next(ws: aiohttp.ClientWebSocketResponse, wanted: Callable[[dict], 
 
 def of_type(kind: str, **fields: object) -> Callable[[dict], bool]:
     return lambda f: f["type"] == kind and all(f.get(k) == v for k, v in fields.items())
-
-
-async def wait_until(condition: Callable[[], bool]) -> None:
-    """Poll a condition of the running service, bounded by WAIT."""
-    async with asyncio.timeout(WAIT):
-        while not condition():  # noqa: ASYNC110 - the hub has no event for refcount changes
-            await asyncio.sleep(0.01)
 
 
 # --- SSE -----------------------------------------------------------------------------------------------

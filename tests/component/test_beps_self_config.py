@@ -26,7 +26,8 @@ from tests.fakes.appsync_server import FakeAppSync
 from tests.fakes.clock import ManualClock
 from tests.fakes.fidelity_payloads import MEMBER_ID
 from tests.fakes.fidelity_server import BEPS_TOKEN_PATH, FakeFidelity
-from tests.fakes.stepping import advance_in_steps, wait_until
+from tests.fakes.stepping import advance_in_steps
+from tests.fakes.waiting import wait_until
 
 STATIC_TOKEN = "static-token-nobody-configured"
 LIFETIME = 900.0

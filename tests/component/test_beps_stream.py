@@ -23,7 +23,8 @@ from ftdesk.streaming.events import AccountEventHub, EventConsumer, NumberedEven
 from ftdesk.streaming.models import HubState
 from tests.fakes.appsync_server import BEPS_HOST, STREAM_URL_TEMPLATE, FakeAppSync
 from tests.fakes.clock import ManualClock
-from tests.fakes.stepping import advance_in_steps, wait_until
+from tests.fakes.stepping import advance_in_steps
+from tests.fakes.waiting import wait_until
 
 TOKEN = "eyJhbGciOiJSUzI1NiJ9.beps-test-token.c2lnbmF0dXJl"
 MID = "MID123"

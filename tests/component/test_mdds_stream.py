@@ -21,7 +21,8 @@ from ftdesk.streaming.hub import QuoteHub
 from ftdesk.streaming.models import HubState, QuoteError, QuoteItem
 from tests.fakes.clock import ManualClock
 from tests.fakes.mdds_server import FakeMdds
-from tests.fakes.stepping import advance_in_steps, wait_until
+from tests.fakes.stepping import advance_in_steps
+from tests.fakes.waiting import wait_until
 
 DELAY = 10.0
 BACKOFF = (1.0, 2.0, 4.0)

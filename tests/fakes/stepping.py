@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
 
 from tests.fakes.clock import ManualClock
 
@@ -23,11 +22,3 @@ async def advance_in_steps(clock: ManualClock, seconds: float, step: float = 0.2
         await clock.advance(move)
         await settle()
         remaining -= move
-
-
-async def wait_until(condition: Callable[[], bool], within: float = 5.0) -> None:
-    """Wait in real time (bounded) until ``condition()`` holds."""
-    async with asyncio.timeout(within):
-        # Polled: the conditions span a hub and a fake server, which share no change event.
-        while not condition():  # noqa: ASYNC110
-            await asyncio.sleep(0.002)

@@ -56,16 +56,6 @@ def next_emission(signal: object) -> asyncio.Future[tuple[object, ...]]:
     return future
 
 
-async def wait_until(condition: Callable[[], bool], within: float = 5.0) -> None:
-    """Poll a condition on the running loop (no nested Qt loop) until it holds, failing after `within` s."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + within
-    while not condition():
-        if loop.time() > deadline:
-            raise AssertionError(f"condition not met within {within:.1f} s")
-        await asyncio.sleep(0.005)
-
-
 # --- the desktop app on a real service (tray, status window, bridge tests) --------------------------------
 
 

@@ -13,7 +13,7 @@ import pytest
 from ftdesk.domain.session import SessionState
 from ftdesk.gui.contracts import LoginRequest, LoginResult
 from tests.component.processes import free_port
-from tests.gui.conftest import wait_until
+from tests.fakes.waiting import wait_until
 from tests.gui.test_tray import log_in
 
 TOTP_SECRET = "JBSWY3DPEHPK3PXPJBSWY3DPEHPK3PXP"

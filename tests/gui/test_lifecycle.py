@@ -17,7 +17,7 @@ from ftdesk.service.control import ServiceControl
 from ftdesk.service.routes.app_window import HEADLESS_REASON, DesktopWindow
 from tests.component.processes import free_port, port_is_free
 from tests.conftest import TEST_API_KEY
-from tests.gui.conftest import wait_until
+from tests.fakes.waiting import wait_until
 from tests.gui.desktop_rig import Desktop
 
 

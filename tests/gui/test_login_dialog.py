@@ -12,7 +12,8 @@ from pytestqt.qtbot import QtBot
 
 from ftdesk.gui.contracts import LoginOutcome, LoginRequest, LoginResult
 from ftdesk.gui.login_dialog import GENERIC_FAILURE, TOTP_EXPLANATION, LoginDialog
-from tests.gui.conftest import next_emission, wait_until
+from tests.fakes.waiting import wait_until
+from tests.gui.conftest import next_emission
 
 PASSWORD = "correct-horse-battery-staple"
 

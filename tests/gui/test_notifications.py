@@ -14,7 +14,7 @@ from ftdesk.gui.application import UnexpectedErrors
 from ftdesk.gui.notifications import Notifier
 from ftdesk.logs import SecretRedactor
 from tests.fakes.clock import ManualClock
-from tests.gui.conftest import wait_until
+from tests.fakes.waiting import wait_until
 from tests.gui.desktop_rig import Desktop
 from tests.gui.test_tray import log_in
 

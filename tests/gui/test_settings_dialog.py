@@ -17,7 +17,7 @@ from ftdesk.autostart import XdgAutostart
 from ftdesk.config import SETTINGS_BY_NAME, Settings, load_settings, save_settings_file
 from ftdesk.gui.settings_dialog import SettingsDialog
 from ftdesk.service.control import SaveOutcome
-from tests.gui.conftest import wait_until
+from tests.fakes.waiting import wait_until
 
 BEPS_TOKEN = "eyJhbGciOiJIUzI1NiJ9.beps-secret-token"
 

@@ -8,7 +8,7 @@ from ftdesk.gui.live_confirm import LiveTradingConfirmDialog
 from ftdesk.gui.login_dialog import LoginDialog
 from ftdesk.gui.settings_dialog import SettingsDialog
 from ftdesk.gui.status_window import NO_TRAY_NOTE
-from tests.gui.conftest import wait_until
+from tests.fakes.waiting import wait_until
 from tests.gui.desktop_rig import Desktop
 from tests.gui.test_tray import log_in
 

@@ -13,7 +13,7 @@ from ftdesk.gui.live_confirm import LiveTradingConfirmDialog
 from ftdesk.gui.login_dialog import LoginDialog
 from ftdesk.gui.settings_dialog import SettingsDialog
 from tests.fakes.clock import ManualClock
-from tests.gui.conftest import wait_until
+from tests.fakes.waiting import wait_until
 from tests.gui.desktop_rig import Desktop
 
 

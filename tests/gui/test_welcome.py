@@ -15,7 +15,7 @@ from ftdesk.service.first_run import welcome_mark
 from ftdesk.gui.icons import TrayLook
 from ftdesk.gui.login_dialog import LoginDialog
 from ftdesk.gui.welcome import KEY_PLACEHOLDER, WelcomeDialog
-from tests.gui.conftest import wait_until
+from tests.fakes.waiting import wait_until
 from tests.gui.desktop_rig import Desktop
 
 

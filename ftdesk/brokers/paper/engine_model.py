@@ -98,7 +98,6 @@ WORKING = (OrderStatus.OPEN.value, OrderStatus.PARTIALLY_FILLED.value, OrderStat
 
 _EQUITY_DESC = {"B": "Buy", "S": "Sell", "SS": "Sell Short", "BC": "Buy to Cover"}
 _OPTION_DESC = {"BC": "Buy Call", "SC": "Sell Call", "BP": "Buy Put", "SP": "Sell Put"}
-_LEG_DESC = {"BO": "Buy to Open", "SO": "Sell to Open", "BC": "Buy to Close", "SC": "Sell to Close"}
 _NET_DESC = {"DB": "Net Debit", "CR": "Net Credit", "EV": "Even"}
 
 
@@ -389,11 +388,16 @@ def to_order(row: Row) -> Order:
     )
 
 
-def leg_desc(action: str) -> str:
-    """Return the trader's name of a multi-leg leg action."""
-    return _LEG_DESC[action]
-
-
 def canonical(payload: dict[str, Any]) -> str:
     """Return a request as canonical JSON, for comparing a place with its preview."""
     return json.dumps(payload, sort_keys=True, separators=(",", ":"))
+
+
+def reject(reason: str, message: str, **details: Any) -> OrderRejected:
+    """Return the refusal of an order, with its machine-readable reason and details."""
+    return OrderRejected(message, reason=reason, details=details or None)
+
+
+def words(code: str) -> str:
+    """Return a code such as PARTIALLY_FILLED as words: partially filled."""
+    return code.lower().replace("_", " ")
