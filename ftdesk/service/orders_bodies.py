@@ -16,30 +16,20 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import (
     AliasChoices,
-    AliasGenerator,
     BaseModel,
-    BeforeValidator,
-    ConfigDict,
     Field,
     StringConstraints,
     ValidationInfo,
-    WithJsonSchema,
     field_validator,
-    model_validator,
 )
-from pydantic.alias_generators import to_camel, to_snake
-from pydantic_core import PydanticCustomError
 
-from ftdesk.domain.order_actions import LEG_ACTION_OF, LEG_WORDS, ActionKind, Side, describe, leg_intent
 from ftdesk.domain.orders import (
-    ConditionalLeg,
     ConditionalOrder,
     ConditionalReplace,
     ConditionalType,
     DebitCredit,
     EquityAction,
     EquityOrder,
-    LegAction,
     MultiLegOptionLeg,
     MultiLegOptionOrder,
     OptionAction,
@@ -50,37 +40,25 @@ from ftdesk.domain.orders import (
     StagedOrderDraft,
     TimeInForce,
 )
+from ftdesk.service.order_fields import (
+    EQUITY_ACTIONS,
+    LIMIT_TYPES,
+    OPTION_ACTIONS,
+    STOP_TYPES,
+    CamelBody,
+    NetPrice,
+    Price,
+    Quantity,
+    SnakeBody,
+    Symbol,
+    price_of,
+    price_rule,
+)
+from ftdesk.service.order_legs import ConditionalLegBody, MultiLegLegBody
 from ftdesk.service.orders_journal import OrderFacts
 from ftdesk.service.routing import BodyModel
 
-
-def _not_a_bool(value: Any) -> Any:
-    if isinstance(value, bool):
-        raise PydanticCustomError("json_type", "must be a number, not true or false")
-    return value
-
-
-def _a_json_number(value: Any) -> Any:
-    if isinstance(value, str):
-        raise PydanticCustomError("json_type", "must be a JSON number, not a string")
-    return _not_a_bool(value)
-
-
-# Not strict like the rest of a body (10.0 is a whole number), so strings are refused here instead.
-Quantity = Annotated[int, Field(gt=0, le=10_000_000, strict=False), BeforeValidator(_a_json_number)]
-"""A whole, positive number of shares or contracts (10 and 10.0 are accepted, 10.5 is not)."""
-
-MAX_PRICE = 10_000_000.0
-"""Prices above this are refused at the edge (no security trades there; the broker's arithmetic has limits)."""
-
-Price = Annotated[float, Field(gt=0, le=MAX_PRICE, allow_inf_nan=False), BeforeValidator(_not_a_bool)]
-NetPrice = Annotated[float, Field(ge=0, le=MAX_PRICE, allow_inf_nan=False), BeforeValidator(_not_a_bool)]
-Symbol = Annotated[
-    str,
-    StringConstraints(
-        strip_whitespace=True, to_upper=True, min_length=1, max_length=32, pattern=r"^-?[A-Za-z0-9][A-Za-z0-9./-]*$"
-    ),
-]
+# The identifiers a body names: the account, and the preview or working order it refers to.
 AcctNum = Annotated[
     str, StringConstraints(strip_whitespace=True, min_length=1, max_length=32, pattern=r"^[A-Za-z0-9-]+$")
 ]
@@ -88,53 +66,7 @@ ConfNum = Annotated[
     str, StringConstraints(strip_whitespace=True, min_length=1, max_length=32, pattern=r"^[A-Za-z0-9-]+$")
 ]
 
-EQUITY_ACTIONS = "Equity action. " + describe(ActionKind.EQUITY)
-OPTION_ACTIONS = (
-    "Single-leg option action; with positionIntent open or close it is sent as the open/close code. "
-    + describe(ActionKind.OPTION)
-    + " A Fidelity preview whose words contradict the action or name an intent you did not state is ACTION_MISMATCH."
-)
-LEG_ACTIONS = (
-    "Leg action: a code or its explicit word (buy_to_open, sell_to_open, buy_to_close, sell_to_close), or buy / "
-    "sell with position_intent. " + describe(ActionKind.LEG)
-)
-
-LEG_ACTION_WORDS = [*(a.value for a in LegAction), *LEG_WORDS, Side.BUY.value, Side.SELL.value]
-"""Everything a leg's ``action`` accepts: the codes, their words, and buy / sell (with ``position_intent``)."""
-
-_LIMIT_TYPES = (PriceType.LIMIT, PriceType.STOP_LIMIT)
-_STOP_TYPES = (PriceType.STOP, PriceType.STOP_LIMIT)
 _PLACE_ONLY = frozenset({"confNum", "conf_num", "conf_nums"})
-
-
-def price_rule(
-    value: float | None, price_type: Any, *, name: str, type_name: str, needed_by: tuple[PriceType, ...]
-) -> float | None:
-    """Require a price for the price types that use it and refuse it for the others."""
-    if not isinstance(price_type, PriceType):  # the price type is itself invalid and reported on its own
-        return value
-    codes = " or ".join(t.value for t in needed_by)
-    if price_type in needed_by and value is None:
-        raise ValueError(f"{name} is required when {type_name} is {codes}")
-    if price_type not in needed_by and value is not None:
-        raise ValueError(f"{name} is only used when {type_name} is {codes}; leave it out of a {price_type.value} order")
-    return value
-
-
-class CamelBody(BodyModel):
-    """A body whose spec names are camelCase; the snake_case spelling is accepted too."""
-
-    model_config = ConfigDict(
-        alias_generator=AliasGenerator(validation_alias=lambda name: AliasChoices(name, to_snake(name)))
-    )
-
-
-class SnakeBody(BodyModel):
-    """A body whose spec names are snake_case; the camelCase spelling is accepted too."""
-
-    model_config = ConfigDict(
-        alias_generator=AliasGenerator(validation_alias=lambda name: AliasChoices(name, to_camel(name)))
-    )
 
 
 class OrderBodyMixin:
@@ -160,10 +92,6 @@ class OrderBodyMixin:
         return hashlib.sha256(canonical.encode()).hexdigest()
 
 
-def _price_of(price_type: PriceType, limit: float | None, stop: float | None) -> float | None:
-    return limit if price_type in _LIMIT_TYPES else stop
-
-
 class _CamelPriced(CamelBody, OrderBodyMixin):
     """The price rules and journal facts the camelCase order bodies (equity, option, replace) share.
 
@@ -183,14 +111,14 @@ class _CamelPriced(CamelBody, OrderBodyMixin):
     @classmethod
     def _limit_matches_type(cls, value: float | None, info: ValidationInfo) -> float | None:
         return price_rule(
-            value, info.data.get("priceTypeCode"), name="limitPrice", type_name="priceTypeCode", needed_by=_LIMIT_TYPES
+            value, info.data.get("priceTypeCode"), name="limitPrice", type_name="priceTypeCode", needed_by=LIMIT_TYPES
         )
 
     @field_validator("stopPrice", check_fields=False)
     @classmethod
     def _stop_matches_type(cls, value: float | None, info: ValidationInfo) -> float | None:
         return price_rule(
-            value, info.data.get("priceTypeCode"), name="stopPrice", type_name="priceTypeCode", needed_by=_STOP_TYPES
+            value, info.data.get("priceTypeCode"), name="stopPrice", type_name="priceTypeCode", needed_by=STOP_TYPES
         )
 
     def journal_facts(self) -> OrderFacts:
@@ -200,7 +128,7 @@ class _CamelPriced(CamelBody, OrderBodyMixin):
             symbol=self.symbol,
             side=self.orderActionCode.value,
             qty=self.qty,
-            price=_price_of(self.priceTypeCode, self.limitPrice, self.stopPrice),
+            price=price_of(self.priceTypeCode, self.limitPrice, self.stopPrice),
         )
 
 
@@ -314,48 +242,6 @@ class OptionPlaceBody(OptionPreviewBody, _CamelConfirmed):
 
 
 # --- multi-leg option --------------------------------------------------------------------------------------
-
-
-class MultiLegLegBody(SnakeBody):
-    """One leg of a multi-leg option order."""
-
-    symbol: Symbol = Field(description="Option symbol, e.g. AAPL261218C200.")
-    action: Annotated[LegAction, WithJsonSchema({"type": "string", "enum": LEG_ACTION_WORDS})] = Field(
-        description=LEG_ACTIONS
-    )
-    qty: Quantity = Field(description="Whole contracts.")
-    position_intent: PositionIntent | None = Field(
-        default=None,
-        description="open or close: required with action buy or sell, optional otherwise (it must then agree "
-        "with the action). Answers always carry it.",
-    )
-
-    @model_validator(mode="before")
-    @classmethod
-    def _words_to_codes(cls, data: Any) -> Any:
-        """Accept buy_to_open etc. and buy/sell with a position intent; the codes are what is stored and bound."""
-        if not isinstance(data, dict) or not isinstance(data.get("action"), str):
-            return data
-        word = data["action"]
-        intent = data.get("position_intent", data.get("positionIntent"))
-        if word in LEG_WORDS:
-            return {**data, "action": LEG_WORDS[word].value}
-        if word in (Side.BUY.value, Side.SELL.value):
-            if intent not in (PositionIntent.OPEN.value, PositionIntent.CLOSE.value):
-                raise ValueError(f"action {word} needs position_intent open or close")
-            return {**data, "action": LEG_ACTION_OF[(Side(word), PositionIntent(intent))].value}
-        return data
-
-    @model_validator(mode="after")
-    def _intent_agrees(self) -> MultiLegLegBody:
-        stated = leg_intent(self.action)
-        if self.position_intent is not None and self.position_intent is not stated:
-            raise ValueError(
-                f"position_intent {self.position_intent.value} contradicts action {self.action.value} "
-                f"({stated.value}): say buy_to_{self.position_intent.value} or sell_to_{self.position_intent.value}"
-            )
-        self.position_intent = stated
-        return self
 
 
 class MultiLegPreviewBody(SnakeBody, OrderBodyMixin):
@@ -472,52 +358,6 @@ class ReplacePlaceBody(ReplacePreviewBody, _CamelConfirmed):
 _LEG_COUNT = {ConditionalType.OTO: 2, ConditionalType.OCO: 2, ConditionalType.OTOCO: 3}
 
 
-class ConditionalLegBody(SnakeBody):
-    """One equity leg of a conditional order; leg 0 is the primary."""
-
-    symbol: Symbol = Field(description="Ticker.")
-    order_action_code: EquityAction = Field(description=EQUITY_ACTIONS)
-    qty: Quantity = Field(description="Whole shares.")
-    price_type_code: PriceType = Field(description="M market, L limit, S stop, SL stop limit.")
-    limit_price: Price | None = Field(default=None, validate_default=True, description="Required for L and SL.")
-    stop_price: Price | None = Field(default=None, validate_default=True, description="Required for S and SL.")
-    tif_code: TimeInForce = Field(default=TimeInForce.DAY, description="D day (default), G good till canceled.")
-
-    @field_validator("limit_price")
-    @classmethod
-    def _limit_matches_type(cls, value: float | None, info: ValidationInfo) -> float | None:
-        return price_rule(
-            value,
-            info.data.get("price_type_code"),
-            name="limit_price",
-            type_name="price_type_code",
-            needed_by=_LIMIT_TYPES,
-        )
-
-    @field_validator("stop_price")
-    @classmethod
-    def _stop_matches_type(cls, value: float | None, info: ValidationInfo) -> float | None:
-        return price_rule(
-            value,
-            info.data.get("price_type_code"),
-            name="stop_price",
-            type_name="price_type_code",
-            needed_by=_STOP_TYPES,
-        )
-
-    def to_domain(self) -> ConditionalLeg:
-        """Return the domain leg."""
-        return ConditionalLeg(
-            symbol=self.symbol,
-            action=self.order_action_code,
-            qty=self.qty,
-            price_type=self.price_type_code,
-            limit_price=self.limit_price,
-            stop_price=self.stop_price,
-            tif=self.tif_code,
-        )
-
-
 class _ConditionalFields(SnakeBody, OrderBodyMixin):
     """The fields of a conditional order."""
 
@@ -553,7 +393,7 @@ class _ConditionalFields(SnakeBody, OrderBodyMixin):
             symbol="/".join(symbols),
             side="/".join(leg.order_action_code.value for leg in self.legs),
             qty=first.qty,
-            price=_price_of(first.price_type_code, first.limit_price, first.stop_price),
+            price=price_of(first.price_type_code, first.limit_price, first.stop_price),
         )
 
 

@@ -35,7 +35,8 @@ from ftdesk.domain.orders import (
     PositionIntent,
     PriceType,
 )
-from ftdesk.service.orders_bodies import MultiLegLegBody, OptionPreviewBody
+from ftdesk.service.order_legs import MultiLegLegBody
+from ftdesk.service.orders_bodies import OptionPreviewBody
 from tests.fakes import fidelity_orders_payloads as op
 
 OPEN, CLOSE = PositionIntent.OPEN, PositionIntent.CLOSE
