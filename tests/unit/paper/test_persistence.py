@@ -91,7 +91,7 @@ _KILLED_FILL = """
 import sys
 from pathlib import Path
 
-from ftdesk.brokers.paper.ledger import Ledger
+from ftdesk.brokers.paper.ledger_lots import Lots
 from ftdesk.domain.orders import EquityOrder
 from tests.fakes.clock import ManualClock
 from tests.unit.paper.test_ledger import World, scripted_market
@@ -103,7 +103,7 @@ first = EquityOrder(acct_num=acct, symbol="AAPL", action="B", qty=10, price_type
 placed = world.engine.place_equity(first, world.engine.preview_equity(first).conf_num)
 print("ACK", placed.conf_num, placed.status.value, flush=True)
 
-book_lot = Ledger._open_lot
+book_lot = Lots._open_lot
 
 def paused(self, *args, **kwargs):
     # The fill's order update and cash transaction are written; its lot is not: wait here to be killed.
@@ -111,7 +111,7 @@ def paused(self, *args, **kwargs):
     sys.stdin.readline()
     return book_lot(self, *args, **kwargs)
 
-Ledger._open_lot = paused
+Lots._open_lot = paused
 second = EquityOrder(acct_num=acct, symbol="AAPL", action="B", qty=5, price_type="M")
 world.engine.place_equity(second, world.engine.preview_equity(second).conf_num)
 print("NOT KILLED", flush=True)
