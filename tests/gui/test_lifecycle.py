@@ -76,43 +76,38 @@ async def test_no_hand_off_when_nothing_or_something_else_answers_on_the_port(me
         await runner.cleanup()
 
 
-async def start_tray_app(tmp_path, memory_keyring, port: int) -> tuple[asyncio.Task[int], asyncio.Event]:
+async def start_tray_app(tmp_path, memory_keyring, port: int) -> tuple[asyncio.Task[int], asyncio.Event, asyncio.Event]:
+    """Start the tray app's serve loop; return its task, its stop event and an event set once it serves."""
     environ = {
         "FTSERVICE_DATA_DIR": str(tmp_path / "data"),
         "FTSERVICE_PORT": str(port),
         "FTSERVICE_API_KEY": TEST_API_KEY,
     }
-    stop_events: list[asyncio.Event] = []
+    loop = asyncio.get_running_loop()
+    installed: asyncio.Future[asyncio.Event] = loop.create_future()
+    serving = asyncio.Event()
 
     def make_runtime(settings: Settings, window: DesktopWindow | None) -> ServiceRuntime:
         return ServiceRuntime(settings, keyring_backend=memory_keyring, redactor=SecretRedactor(), window=window)
 
     def install_stop_signals(_loop: asyncio.AbstractEventLoop, stop: asyncio.Event) -> None:
-        stop_events.append(stop)  # what SIGINT and SIGTERM set in the app
+        installed.set_result(stop)  # what SIGINT and SIGTERM set in the app
 
-    task = asyncio.get_running_loop().create_task(
-        serve_with_tray(
-            ServiceControl(load_settings(environ), make_runtime, reload_settings=lambda: load_settings(environ)),
-            install_stop_signals,
-        )
-    )
-    await wait_until(lambda: bool(stop_events) or task.done())
-    return task, stop_events[0]
+    control = ServiceControl(load_settings(environ), make_runtime, reload_settings=lambda: load_settings(environ))
+    control.subscribe(lambda _change: serving.set() if control.running else None)
+    task = loop.create_task(serve_with_tray(control, install_stop_signals))
+    return task, await asyncio.wait_for(installed, 5), serving
 
 
 async def test_a_stop_signal_closes_open_streams_stops_the_server_and_returns_0(tmp_path, memory_keyring) -> None:
     port = free_port()
-    app, stop = await start_tray_app(tmp_path, memory_keyring, port)
+    app, stop, serving = await start_tray_app(tmp_path, memory_keyring, port)
+    await asyncio.wait_for(serving.wait(), 10)
     base = f"http://127.0.0.1:{port}"
     auth = {"Authorization": f"Bearer {TEST_API_KEY}"}
     async with aiohttp.ClientSession() as http:
-        for _ in range(200):
-            try:
-                async with http.get(f"{base}/api/v1/health") as response:
-                    if response.status == 200:
-                        break
-            except aiohttp.ClientConnectionError:
-                await asyncio.sleep(0.02)
+        async with http.get(f"{base}/api/v1/health") as response:
+            assert response.status == 200
         sse = await http.get(f"{base}/api/v1/streaming/quotes?symbols=AAPL", headers=auth)
         ws = await http.ws_connect(f"{base}/ws/quotes", headers=auth)
         assert sse.status == 200
@@ -134,7 +129,7 @@ async def test_a_taken_port_returns_1_with_one_line(tmp_path, memory_keyring, ca
         blocker.bind(("127.0.0.1", 0))
         blocker.listen()
         port = blocker.getsockname()[1]
-        app, _stop = await start_tray_app(tmp_path, memory_keyring, port)
+        app, _stop, _serving = await start_tray_app(tmp_path, memory_keyring, port)
         assert await asyncio.wait_for(app, 10) == 1
     err = capsys.readouterr().err
     assert f"port {port}" in err and "already in use" in err
