@@ -16,8 +16,10 @@ but does not send. The API guide and the OpenAPI field descriptions are rendered
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
+from types import MappingProxyType
 
 from ftdesk.domain.orders import LegAction, PositionIntent
 
@@ -138,20 +140,24 @@ ACTION_TABLE: tuple[ActionRow, ...] = (
     ),
 )
 
-LEG_WORDS: dict[str, LegAction] = {
-    "buy_to_open": LegAction.BUY_TO_OPEN,
-    "sell_to_open": LegAction.SELL_TO_OPEN,
-    "buy_to_close": LegAction.BUY_TO_CLOSE,
-    "sell_to_close": LegAction.SELL_TO_CLOSE,
-}
+LEG_WORDS: Mapping[str, LegAction] = MappingProxyType(
+    {
+        "buy_to_open": LegAction.BUY_TO_OPEN,
+        "sell_to_open": LegAction.SELL_TO_OPEN,
+        "buy_to_close": LegAction.BUY_TO_CLOSE,
+        "sell_to_close": LegAction.SELL_TO_CLOSE,
+    }
+)
 """The explicit words a multi-leg leg may use instead of the codes, so a script never has to know ``BC``."""
 
-LEG_ACTION_OF: dict[tuple[Side, PositionIntent], LegAction] = {
-    (_B, _OPEN): LegAction.BUY_TO_OPEN,
-    (_S, _OPEN): LegAction.SELL_TO_OPEN,
-    (_B, _CLOSE): LegAction.BUY_TO_CLOSE,
-    (_S, _CLOSE): LegAction.SELL_TO_CLOSE,
-}
+LEG_ACTION_OF: Mapping[tuple[Side, PositionIntent], LegAction] = MappingProxyType(
+    {
+        (_B, _OPEN): LegAction.BUY_TO_OPEN,
+        (_S, _OPEN): LegAction.SELL_TO_OPEN,
+        (_B, _CLOSE): LegAction.BUY_TO_CLOSE,
+        (_S, _CLOSE): LegAction.SELL_TO_CLOSE,
+    }
+)
 
 
 def rows(kind: ActionKind) -> tuple[ActionRow, ...]:

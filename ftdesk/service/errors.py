@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 
 from ftdesk.domain import errors as e
 
@@ -16,85 +18,91 @@ class ErrorSpec:
     description: str
 
 
-ERROR_TABLE: dict[type[e.FtdeskError], ErrorSpec] = {
-    e.MalformedRequest: ErrorSpec(
-        "MALFORMED_REQUEST",
-        400,
-        "The request could not be read: the body is not JSON (or was cut off), or the request is not valid HTTP "
-        "(e.g. a request line with its query string, or a header, longer than 8190 bytes).",
-    ),
-    e.AuthRequired: ErrorSpec("AUTH_REQUIRED", 401, "Not logged in to the brokerage: POST /api/v1/auth/login first."),
-    e.SessionExpired: ErrorSpec(
-        "SESSION_EXPIRED", 401, "The brokerage session timed out and auto re-auth is off or failed."
-    ),
-    e.LoginFailed: ErrorSpec("LOGIN_FAILED", 401, "The brokerage refused the username or password."),
-    e.TotpRequired: ErrorSpec(
-        "TOTP_REQUIRED", 401, "The account needs a TOTP code (totp_code or totp_secret), or the code was wrong."
-    ),
-    e.ApiKeyInvalid: ErrorSpec("API_KEY_INVALID", 403, "Missing or wrong `Authorization: Bearer <API_KEY>`."),
-    e.HostNotAllowed: ErrorSpec("HOST_NOT_ALLOWED", 403, "The Host header does not name this machine."),
-    e.OriginNotAllowed: ErrorSpec("ORIGIN_NOT_ALLOWED", 403, "The browser Origin is not on FTSERVICE_ALLOWED_ORIGINS."),
-    e.LiveTradingDisabled: ErrorSpec(
-        "LIVE_TRADING_DISABLED", 403, "Dry-run mode is active; the place was refused before reaching the broker."
-    ),
-    e.NotFound: ErrorSpec("NOT_FOUND", 404, "No such path, account, order, note, trigger or symbol."),
-    e.MethodNotAllowed: ErrorSpec(
-        "METHOD_NOT_ALLOWED", 405, "The path exists but not with this method; details list the allowed ones."
-    ),
-    e.Conflict: ErrorSpec("CONFLICT", 409, "The request conflicts with the resource's current state."),
-    e.PreviewRequired: ErrorSpec(
-        "PREVIEW_REQUIRED", 409, "Place needs the conf_num of an unexpired, unused preview made by this service."
-    ),
-    e.PreviewMismatch: ErrorSpec(
-        "PREVIEW_MISMATCH", 409, "The place body differs from the preview; details name the fields."
-    ),
-    e.PayloadTooLarge: ErrorSpec("PAYLOAD_TOO_LARGE", 413, "The request body exceeds FTSERVICE_MAX_BODY_BYTES."),
-    e.ValidationFailed: ErrorSpec(
-        "VALIDATION_ERROR",
-        422,
-        "A field's value is not acceptable (missing, out of range, not one of the allowed values, or inconsistent "
-        "with another field); details list each bad field with the reason.",
-    ),
-    # The same code as a bad value, with 400: the JSON itself is not what the schema declares (the issue of a
-    # script sending "10" for a number, or a hostile document), so it is refused as a bad request.
-    e.JsonShapeInvalid: ErrorSpec(
-        "VALIDATION_ERROR",
-        400,
-        "The JSON is not of the declared types or past the input limits: a string where a number belongs, a "
-        "number where a boolean belongs, nesting deeper than 64 levels, a number too large; details name each "
-        "place (`details[].type` e.g. `float_type`, `bool_type`, `json_too_deep`, `number_too_large`).",
-    ),
-    e.IdempotencyKeyReused: ErrorSpec(
-        "IDEMPOTENCY_KEY_REUSED", 422, "The Idempotency-Key was used before with a different body."
-    ),
-    e.CredentialStoreUnavailable: ErrorSpec(
-        "CREDENTIAL_STORE_UNAVAILABLE",
-        503,
-        "No OS keychain and no FTSERVICE_ENCRYPTION_KEY: credentials cannot be stored.",
-    ),
-    e.StreamingUnavailable: ErrorSpec(
-        "STREAMING_UNAVAILABLE", 503, "The stream cannot be served; the message says which settings are missing."
-    ),
-    e.ActionMismatch: ErrorSpec(
-        "ACTION_MISMATCH",
-        502,
-        "The broker's preview answer says it understood another order (side, open/close, short sale, symbol or "
-        "quantity) than the one asked for; nothing was bound, so nothing can be placed from it. `details.asked` and "
-        "`details.understood` show both sides.",
-    ),
-    e.BrokerError: ErrorSpec(
-        "BROKER_ERROR",
-        502,
-        "The brokerage returned an error or rejected the order; the message is the brokerage's. `details.reason` "
-        "`UPSTREAM_BUSY` (Fidelity too busy for a read) or `LOGIN_RATE_LIMITED` come with `details.retry_after`, "
-        "seconds.",
-    ),
-    e.InternalError: ErrorSpec(
-        "INTERNAL_ERROR",
-        500,
-        "An unexpected failure inside ftdesk; the log has the details (search for the request id).",
-    ),
-}
+ERROR_TABLE: Mapping[type[e.FtdeskError], ErrorSpec] = MappingProxyType(
+    {
+        e.MalformedRequest: ErrorSpec(
+            "MALFORMED_REQUEST",
+            400,
+            "The request could not be read: the body is not JSON (or was cut off), or the request is not valid HTTP "
+            "(e.g. a request line with its query string, or a header, longer than 8190 bytes).",
+        ),
+        e.AuthRequired: ErrorSpec(
+            "AUTH_REQUIRED", 401, "Not logged in to the brokerage: POST /api/v1/auth/login first."
+        ),
+        e.SessionExpired: ErrorSpec(
+            "SESSION_EXPIRED", 401, "The brokerage session timed out and auto re-auth is off or failed."
+        ),
+        e.LoginFailed: ErrorSpec("LOGIN_FAILED", 401, "The brokerage refused the username or password."),
+        e.TotpRequired: ErrorSpec(
+            "TOTP_REQUIRED", 401, "The account needs a TOTP code (totp_code or totp_secret), or the code was wrong."
+        ),
+        e.ApiKeyInvalid: ErrorSpec("API_KEY_INVALID", 403, "Missing or wrong `Authorization: Bearer <API_KEY>`."),
+        e.HostNotAllowed: ErrorSpec("HOST_NOT_ALLOWED", 403, "The Host header does not name this machine."),
+        e.OriginNotAllowed: ErrorSpec(
+            "ORIGIN_NOT_ALLOWED", 403, "The browser Origin is not on FTSERVICE_ALLOWED_ORIGINS."
+        ),
+        e.LiveTradingDisabled: ErrorSpec(
+            "LIVE_TRADING_DISABLED", 403, "Dry-run mode is active; the place was refused before reaching the broker."
+        ),
+        e.NotFound: ErrorSpec("NOT_FOUND", 404, "No such path, account, order, note, trigger or symbol."),
+        e.MethodNotAllowed: ErrorSpec(
+            "METHOD_NOT_ALLOWED", 405, "The path exists but not with this method; details list the allowed ones."
+        ),
+        e.Conflict: ErrorSpec("CONFLICT", 409, "The request conflicts with the resource's current state."),
+        e.PreviewRequired: ErrorSpec(
+            "PREVIEW_REQUIRED", 409, "Place needs the conf_num of an unexpired, unused preview made by this service."
+        ),
+        e.PreviewMismatch: ErrorSpec(
+            "PREVIEW_MISMATCH", 409, "The place body differs from the preview; details name the fields."
+        ),
+        e.PayloadTooLarge: ErrorSpec("PAYLOAD_TOO_LARGE", 413, "The request body exceeds FTSERVICE_MAX_BODY_BYTES."),
+        e.ValidationFailed: ErrorSpec(
+            "VALIDATION_ERROR",
+            422,
+            "A field's value is not acceptable (missing, out of range, not one of the allowed values, or inconsistent "
+            "with another field); details list each bad field with the reason.",
+        ),
+        # The same code as a bad value, with 400: the JSON itself is not what the schema declares (the issue of a
+        # script sending "10" for a number, or a hostile document), so it is refused as a bad request.
+        e.JsonShapeInvalid: ErrorSpec(
+            "VALIDATION_ERROR",
+            400,
+            "The JSON is not of the declared types or past the input limits: a string where a number belongs, a "
+            "number where a boolean belongs, nesting deeper than 64 levels, a number too large; details name each "
+            "place (`details[].type` e.g. `float_type`, `bool_type`, `json_too_deep`, `number_too_large`).",
+        ),
+        e.IdempotencyKeyReused: ErrorSpec(
+            "IDEMPOTENCY_KEY_REUSED", 422, "The Idempotency-Key was used before with a different body."
+        ),
+        e.CredentialStoreUnavailable: ErrorSpec(
+            "CREDENTIAL_STORE_UNAVAILABLE",
+            503,
+            "No OS keychain and no FTSERVICE_ENCRYPTION_KEY: credentials cannot be stored.",
+        ),
+        e.StreamingUnavailable: ErrorSpec(
+            "STREAMING_UNAVAILABLE", 503, "The stream cannot be served; the message says which settings are missing."
+        ),
+        e.ActionMismatch: ErrorSpec(
+            "ACTION_MISMATCH",
+            502,
+            "The broker's preview answer says it understood another order (side, open/close, short sale, symbol "
+            "or quantity) than the one asked for; nothing was bound, so nothing can be placed from it. "
+            "`details.asked` and `details.understood` show both sides.",
+        ),
+        e.BrokerError: ErrorSpec(
+            "BROKER_ERROR",
+            502,
+            "The brokerage returned an error or rejected the order; the message is the brokerage's. `details.reason` "
+            "`UPSTREAM_BUSY` (Fidelity too busy for a read) or `LOGIN_RATE_LIMITED` come with `details.retry_after`, "
+            "seconds.",
+        ),
+        e.InternalError: ErrorSpec(
+            "INTERNAL_ERROR",
+            500,
+            "An unexpected failure inside ftdesk; the log has the details (search for the request id).",
+        ),
+    }
+)
 
 
 def spec_for(error: e.FtdeskError) -> ErrorSpec:

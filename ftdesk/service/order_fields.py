@@ -58,7 +58,7 @@ LEG_ACTIONS = (
     "sell with position_intent. " + describe(ActionKind.LEG)
 )
 
-LEG_ACTION_WORDS = [*(a.value for a in LegAction), *LEG_WORDS, Side.BUY.value, Side.SELL.value]
+LEG_ACTION_WORDS = (*(a.value for a in LegAction), *LEG_WORDS, Side.BUY.value, Side.SELL.value)
 """Everything a leg's ``action`` accepts: the codes, their words, and buy / sell (with ``position_intent``)."""
 
 LIMIT_TYPES = (PriceType.LIMIT, PriceType.STOP_LIMIT)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import replace
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import (
@@ -355,7 +356,7 @@ class ReplacePlaceBody(ReplacePreviewBody, _CamelConfirmed):
 
 # --- conditional ---------------------------------------------------------------------------------------------
 
-_LEG_COUNT = {ConditionalType.OTO: 2, ConditionalType.OCO: 2, ConditionalType.OTOCO: 3}
+_LEG_COUNT = MappingProxyType({ConditionalType.OTO: 2, ConditionalType.OCO: 2, ConditionalType.OTOCO: 3})
 
 
 class _ConditionalFields(SnakeBody, OrderBodyMixin):

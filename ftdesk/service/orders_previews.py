@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
+from types import MappingProxyType
 from typing import Any, Literal
 
 from ftdesk.domain.clock import Clock
@@ -47,14 +48,16 @@ class OrderKind(StrEnum):
         return ("an " if text[0] in "aeiou" else "a ") + text + " order"
 
 
-_PATHS = {
-    OrderKind.EQUITY: "equity",
-    OrderKind.OPTION: "option",
-    OrderKind.MULTI_LEG: "options",
-    OrderKind.REPLACE: "replace",
-    OrderKind.CONDITIONAL: "conditional",
-    OrderKind.CONDITIONAL_REPLACE: "conditional/replace",
-}
+_PATHS = MappingProxyType(
+    {
+        OrderKind.EQUITY: "equity",
+        OrderKind.OPTION: "option",
+        OrderKind.MULTI_LEG: "options",
+        OrderKind.REPLACE: "replace",
+        OrderKind.CONDITIONAL: "conditional",
+        OrderKind.CONDITIONAL_REPLACE: "conditional/replace",
+    }
+)
 
 
 @dataclass

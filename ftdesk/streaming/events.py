@@ -27,9 +27,10 @@ import contextlib
 import itertools
 import logging
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
+from types import MappingProxyType
 
 from pydantic import BaseModel, Field
 
@@ -46,14 +47,16 @@ log = logging.getLogger(__name__)
 HUB_CLOSED_REASON = "The account-event stream is shutting down"
 CONSUMER_CLOSED_REASON = "The account-event consumer was closed"
 
-EVENT_STATE_DESCRIPTIONS: dict[HubState, str] = {
-    HubState.DISABLED: "The account-event stream is not running (not configured, not started yet, or shut down).",
-    HubState.WAITING_FOR_SESSION: "No brokerage session: events flow after login.",
-    HubState.IDLE: "Logged in, but no upstream connection is wanted.",
-    HubState.CONNECTING: "Opening the upstream account-event connection.",
-    HubState.CONNECTED: "The upstream account-event connection is open.",
-    HubState.RECONNECTING: "The connection failed or dropped: waiting out the backoff or trying again.",
-}
+EVENT_STATE_DESCRIPTIONS: Mapping[HubState, str] = MappingProxyType(
+    {
+        HubState.DISABLED: "The account-event stream is not running (not configured, not started yet, or shut down).",
+        HubState.WAITING_FOR_SESSION: "No brokerage session: events flow after login.",
+        HubState.IDLE: "Logged in, but no upstream connection is wanted.",
+        HubState.CONNECTING: "Opening the upstream account-event connection.",
+        HubState.CONNECTED: "The upstream account-event connection is open.",
+        HubState.RECONNECTING: "The connection failed or dropped: waiting out the backoff or trying again.",
+    }
+)
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
+from types import MappingProxyType
 from typing import Literal, get_args
 
 from pydantic import BaseModel, Field
@@ -26,14 +28,18 @@ class HubState(StrEnum):
     RECONNECTING = "reconnecting"
 
 
-STATE_DESCRIPTIONS: dict[HubState, str] = {
-    HubState.DISABLED: "The hub is not running (not started yet, or shut down).",
-    HubState.WAITING_FOR_SESSION: "No brokerage session: subscriptions are queued and applied after login.",
-    HubState.IDLE: "Logged in but no symbol is wanted, so no upstream connection is open yet.",
-    HubState.CONNECTING: "Opening the upstream connection (first attempt since start, login or idle).",
-    HubState.CONNECTED: "The upstream connection is open and carries every wanted symbol.",
-    HubState.RECONNECTING: "The connection failed, dropped or went silent: waiting out the backoff or trying again.",
-}
+STATE_DESCRIPTIONS: Mapping[HubState, str] = MappingProxyType(
+    {
+        HubState.DISABLED: "The hub is not running (not started yet, or shut down).",
+        HubState.WAITING_FOR_SESSION: "No brokerage session: subscriptions are queued and applied after login.",
+        HubState.IDLE: "Logged in but no symbol is wanted, so no upstream connection is open yet.",
+        HubState.CONNECTING: "Opening the upstream connection (first attempt since start, login or idle).",
+        HubState.CONNECTED: "The upstream connection is open and carries every wanted symbol.",
+        HubState.RECONNECTING: (
+            "The connection failed, dropped or went silent: waiting out the backoff or trying again."
+        ),
+    }
+)
 
 
 @dataclass(frozen=True, slots=True)

@@ -269,7 +269,8 @@ def _resume_id(call: Call[None, EventStreamQuery]) -> int | None:
     return int(text)
 
 
-EVENT_FIELDS = {"event_type", "category", "desc", "time", "source"}
+EVENT_FIELDS = frozenset({"event_type", "category", "desc", "time", "source"})
+"""The fields of an account event a ``beps`` frame carries."""
 
 
 def _beps_frame(event_id: int, data: str) -> str:
@@ -309,7 +310,8 @@ async def _pump_events(
             state = event_stream_state(hub)
             frames += _status_frame(state)
         if batch:
-            frames += "".join(_beps_frame(item.id, item.event.model_dump_json(include=EVENT_FIELDS)) for item in batch)
+            fields = set(EVENT_FIELDS)  # pydantic takes a set, not a frozenset
+            frames += "".join(_beps_frame(item.id, item.event.model_dump_json(include=fields)) for item in batch)
         else:
             frames += ": heartbeat\n\n"
         await response.write(frames.encode("utf-8"))
