@@ -1,8 +1,10 @@
 """`python main.py` (the tray app) as a real process, offscreen: serve, stream, hand off, shut down, and soak.
 
 aiohttp's test server cancels stream handlers itself, so only a real process shows whether a signal ends
-the app promptly with SSE and WebSocket clients connected (stack-notes.md). The soak runs the qasync loop
-through many thousands of callbacks, where the PySide6 refcount crash of stack-notes.md would appear.
+the app promptly with SSE and WebSocket clients connected (aiohttp waits for open handlers when it stops:
+Quit once hung 14-99 s). The soak runs the qasync loop through many thousands of callbacks, where the
+PySide6 6.12.0 + CPython 3.11 crash would appear (every killTimer leaked a reference to None; the process
+aborted after ~16,000 callbacks).
 """
 
 from __future__ import annotations

@@ -3,7 +3,8 @@
 pytest-asyncio asks ``pytest_asyncio_loop_factories`` for the loop of each async test under tests/gui/, so
 a coroutine test, the widgets it drives (through qtbot) and any aiohttp client share one qasync loop, as
 in the app. Inside such a test, wait on Qt signals with a future and ``asyncio.wait_for``, never with
-``qtbot.wait*`` or a modal ``exec()`` (stack-notes.md: a nested loop loses tasks and teardown hangs).
+``qtbot.wait*`` or a modal ``exec()``: the nested Qt loop they start loses asyncio tasks, and the test's
+teardown then hangs forever.
 """
 
 from __future__ import annotations

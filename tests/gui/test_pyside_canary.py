@@ -1,4 +1,4 @@
-"""Canary for the PySide6 6.12 + CPython 3.11 crash (stack-notes.md): killTimer must not leak None refs.
+"""Canary for the PySide6 6.12.0 + CPython 3.11 crash: killTimer must not leak None refs.
 
 qasync calls killTimer for every loop callback; on an affected pair each call drops one reference to
 None until the interpreter aborts with `none_dealloc` after ~16,000 callbacks. pyproject pins PySide6 on

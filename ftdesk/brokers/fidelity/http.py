@@ -167,7 +167,8 @@ class FidelityHttp:
         self._router = router
         self._policy = policy
         self._clock = clock
-        # aiohttp's default jar drops cookies from hosts that are IP addresses (a routed fake): stack-notes.md.
+        # aiohttp's default jar ignores cookies set by hosts that are IP addresses: routed to a local fake
+        # (http://127.0.0.1:...), every login step after the first would lose its session cookies.
         jar = aiohttp.CookieJar(unsafe=router.routed)
         self._session = aiohttp.ClientSession(
             connector=router.connector(), cookie_jar=jar, timeout=aiohttp.ClientTimeout(total=config.request_timeout)
