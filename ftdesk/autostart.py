@@ -29,7 +29,7 @@ RUN_KEY = r"Software\Microsoft\Windows\CurrentVersion\Run"
 STARTUP_APPROVED_KEY = r"Software\Microsoft\Windows\CurrentVersion\Explorer\StartupApproved\Run"
 
 # The Desktop Entry spec's reserved characters: an argument holding any of them must be quoted.
-_RESERVED = set(" \t\n\"'\\><~|&;$*?#()`")
+_RESERVED = frozenset(" \t\n\"'\\><~|&;$*?#()`")
 
 
 class LoginItem(Protocol):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+from types import MappingProxyType
 
 from PySide6.QtWidgets import (
     QDialog,
@@ -15,7 +16,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-BROKER_NAMES = {"paper": "Paper", "fidelity": "Fidelity"}
+BROKER_NAMES = MappingProxyType({"paper": "Paper", "fidelity": "Fidelity"})
 CONFIRM_TEXT = "Enable live trading"
 
 

@@ -11,6 +11,7 @@ import asyncio
 import logging
 import re
 import traceback
+from types import MappingProxyType
 
 from PySide6.QtCore import QRegularExpression, Qt, Signal
 from PySide6.QtGui import QRegularExpressionValidator, QResizeEvent
@@ -32,7 +33,7 @@ from ftdesk.gui.contracts import LoginOutcome, LoginRequest, LoginResult, LoginS
 
 log = logging.getLogger(__name__)
 
-BROKER_TITLES = {"paper": "Paper (simulated brokerage)", "fidelity": "Fidelity"}
+BROKER_TITLES = MappingProxyType({"paper": "Paper (simulated brokerage)", "fidelity": "Fidelity"})
 TOTP_EXPLANATION = "This account uses two-step verification: enter the 6-digit code from your authenticator app."
 GENERIC_FAILURE = "Login failed for an unexpected reason; details are in the log. Try again."
 _SIX_DIGITS = re.compile(r"\d{6}")
