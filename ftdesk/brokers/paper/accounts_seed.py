@@ -17,13 +17,15 @@ Accounts (numbers ``PAP`` + six seeded digits, clearly not real):
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import date, timedelta
+from datetime import date, datetime, timedelta
 from decimal import Decimal
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from ftdesk.brokers.paper.calendar import new_york_datetime
 from ftdesk.brokers.paper.ledger_money import cents, price_of, sell_fees_cents, trade_date
+from ftdesk.brokers.paper.ledger_risk import Exposure
 from ftdesk.brokers.paper.ledger_types import Fill
 from ftdesk.brokers.paper.options import format_option_symbol
 from ftdesk.brokers.paper.ports import MarketView
@@ -31,8 +33,43 @@ from ftdesk.domain.accounts import AccountType, OptionContract, OptionType
 from ftdesk.domain.clock import Clock
 from ftdesk.domain.errors import NotFound
 
-if TYPE_CHECKING:
-    from ftdesk.brokers.paper.ledger import Ledger
+
+class SeedLedger(Protocol):
+    """The ledger writes seeding goes through.
+
+    ``Ledger.seed_world`` calls this module, so this module names what it needs of the ledger here
+    instead of importing ``Ledger`` back (which made the two modules import each other).
+    """
+
+    def open_account(
+        self,
+        acct_num: str,
+        acct_type: AccountType,
+        name: str,
+        description: str,
+        *,
+        margin: bool,
+        option_level: int,
+        retirement: bool,
+        is_default: bool,
+        opened: date,
+    ) -> None:
+        """Create an account."""
+
+    def apply_fills(self, fills: Sequence[Fill], *, when: datetime | None = None) -> None:
+        """Book executions with their cash, lots and closed lots."""
+
+    def post_cash(self, acct_num: str, txn_type: str, amount_cents: int, description: str, *, on: date) -> str:
+        """Record a cash movement and return its transaction id."""
+
+    def exposure(self, acct_num: str) -> Exposure:
+        """Return the account's exposure (its cash among it)."""
+
+    def position_quantity(self, acct_num: str, symbol: str) -> int:
+        """Return the signed quantity held of a symbol."""
+
+    def add_loan(self, acct_num: str, symbol: str, quantity: int, rate_pct: Decimal, loan_date: date) -> None:
+        """Lend shares of a holding through fully-paid lending."""
 
 
 @dataclass(frozen=True)
@@ -139,7 +176,7 @@ _PLANS = (
 )
 
 
-def seed_accounts(ledger: Ledger, market: MarketView, clock: Clock, rng: random.Random) -> None:
+def seed_accounts(ledger: SeedLedger, market: MarketView, clock: Clock, rng: random.Random) -> None:
     """Create the plan's accounts with their trades, deposits and loans (inside the caller's transaction)."""
     today = trade_date(clock.now())
     used: set[str] = set()
