@@ -15,8 +15,9 @@ import sys
 from collections.abc import Iterable
 from pathlib import Path
 
+from ftdesk.data_dir import DATA_DIR_MODE, DATA_FILE_MODE
+
 LOG_FILE_NAME = "ftdesk.log"
-LOG_FILE_MODE = 0o600
 _MASK = "***"
 _POSIX = os.name == "posix"
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
@@ -57,10 +58,10 @@ class PrivateRotatingFileHandler(logging.handlers.RotatingFileHandler):
     """
 
     def _open(self) -> io.TextIOWrapper:
-        fd = os.open(self.baseFilename, os.O_WRONLY | os.O_CREAT | os.O_APPEND, LOG_FILE_MODE)
+        fd = os.open(self.baseFilename, os.O_WRONLY | os.O_CREAT | os.O_APPEND, DATA_FILE_MODE)
         try:
             if _POSIX:
-                os.fchmod(fd, LOG_FILE_MODE)  # a file made by an older version, or under a looser umask
+                os.fchmod(fd, DATA_FILE_MODE)  # a file made by an older version, or under a looser umask
             return os.fdopen(fd, "a", encoding=self.encoding, errors=self.errors)
         except BaseException:
             os.close(fd)
@@ -126,7 +127,7 @@ def configure_logging(level: str, log_dir: Path | None, redactor: SecretRedactor
         handlers.append(logging.StreamHandler())
     log_file: Path | None = None
     if log_dir is not None:
-        log_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        log_dir.mkdir(mode=DATA_DIR_MODE, parents=True, exist_ok=True)
         log_file = log_dir / LOG_FILE_NAME
         handlers.append(PrivateRotatingFileHandler(log_file, maxBytes=5 * 1024 * 1024, backupCount=5, encoding="utf-8"))
     for handler in handlers:

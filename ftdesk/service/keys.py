@@ -18,6 +18,7 @@ from pathlib import Path
 
 from keyring.backend import KeyringBackend
 
+from ftdesk.data_dir import DATA_DIR_MODE, DATA_FILE_MODE
 from ftdesk.domain.errors import Conflict, CredentialStoreUnavailable
 
 log = logging.getLogger(__name__)
@@ -87,10 +88,10 @@ class SecretVault:
 
 def write_private_file(path: Path, text: str) -> None:
     """Write a file only the user can read (mode 0600), atomically."""
-    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    path.parent.mkdir(mode=DATA_DIR_MODE, parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}-", dir=path.parent)
     try:
-        os.chmod(tmp, 0o600)
+        os.chmod(tmp, DATA_FILE_MODE)
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
         os.replace(tmp, path)

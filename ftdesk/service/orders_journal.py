@@ -34,6 +34,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from ftdesk.data_dir import DATA_DIR_MODE, DATA_FILE_MODE
 from ftdesk.domain.clock import Clock
 
 log = logging.getLogger(__name__)
@@ -217,9 +218,9 @@ class OrderJournal:
         with self._lock:
             if self._conn is not None:
                 return 0
-            self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            self.path.parent.mkdir(mode=DATA_DIR_MODE, parents=True, exist_ok=True)
             # Created 0600 before SQLite opens it: SQLite gives its -wal, -shm and -journal files the database's mode.
-            os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT, 0o600))
+            os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT, DATA_FILE_MODE))
             conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
             conn.row_factory = sqlite3.Row
             try:
