@@ -62,8 +62,11 @@ def test_close_and_reopen_keeps_orders_positions_cash_and_lots(tmp_path: Path) -
     clock.set_wall(clock.now().replace(minute=1))
     world.market.set_price("AAPL", 93.5)
     assert world.engine.process_market() == 2
-    assert world.engine.order_detail(primary, acct).order.status_detail.status is OrderStatus.FILLED
-    assert world.engine.order_detail(child, acct).order.status_detail.status is OrderStatus.OPEN
+    primary_order = world.engine.order_detail(primary, acct).order
+    child_order = world.engine.order_detail(child, acct).order
+    assert primary_order is not None and child_order is not None
+    assert primary_order.status_detail.status is OrderStatus.FILLED
+    assert child_order.status_detail.status is OrderStatus.OPEN
     assert world.ledger.positions(acct)[0].quantity == 35
 
 
