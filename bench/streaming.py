@@ -641,10 +641,9 @@ async def streaming_rows(args: argparse.Namespace) -> tuple[list[Row], list[str]
         )
         runtime = ServiceRuntime(settings, redactor=SecretRedactor())
         runtime.broker.quote_feed = BenchQuoteFeed(upstream)  # type: ignore[misc]  # see the module docstring
-        await runtime.start()
-        assert runtime.session is not None and runtime.quotes is not None
-        hub = runtime.quotes
-        await runtime.session.login(Credentials(username="bench", password=SecretStr("bench")))
+        context = await runtime.start()
+        hub = context.quotes
+        await context.session.login(Credentials(username="bench", password=SecretStr("bench")))
 
         bare_app = web.Application()
         bare_app.router.add_get("/quotes", bare.handle)
@@ -830,9 +829,8 @@ async def cold_symbols_row(*, warm_up: bool, count: int = 100) -> dict[str, floa
                 }
             )
             runtime = ServiceRuntime(settings, redactor=SecretRedactor())
-            await runtime.start()
-            assert runtime.session is not None
-            await runtime.session.login(Credentials(username="bench", password=SecretStr("bench")))
+            context = await runtime.start()
+            await context.session.login(Credentials(username="bench", password=SecretStr("bench")))
             # Symbols the seeded accounts do not hold, so nothing has quoted them yet.
             broker = runtime.broker
             held = {p.symbol for a in await broker.get_accounts() for p in await broker.get_positions(a.acct_num)}

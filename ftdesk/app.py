@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import gc
 import logging
 import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 
 from keyring.backend import KeyringBackend
 
@@ -31,7 +32,7 @@ from ftdesk.domain.clock import Clock, SystemClock
 from ftdesk.domain.session import SessionState
 from ftdesk.logs import SecretRedactor, configure_logging, log_dir
 from ftdesk.service.context import LiveTradingSwitch, ServiceContext
-from ftdesk.service.control import ServiceControl
+from ftdesk.service.control import ServiceControl, ServiceNotRunning
 from ftdesk.service.credentials import CredentialStore
 from ftdesk.service.keys import ApiKeyStore, SecretVault
 from ftdesk.service.orders_desk import OrderDesk
@@ -124,13 +125,23 @@ class ServiceRuntime:
         self._streaming = streaming or StreamingOptions()
         self._window = window
         self._key_store: ApiKeyStore | None = None
-        self.session: SessionManager | None = None
-        self.orders: OrderDesk | None = None
-        self.quotes: QuoteHub | None = None
-        self.events: AccountEventHub | None = None
+        self._resources: contextlib.AsyncExitStack | None = None
 
     async def start(self) -> ServiceContext:
-        """Load the API key, start the broker, build the app and bind the port (``PortInUseError`` if taken)."""
+        """Load the API key, start the broker, build the app and bind the port (``PortInUseError`` if taken).
+
+        Each part registers its release the moment it is acquired; a start that fails half-way releases
+        exactly what it had started, in reverse order, and raises what stopped it.
+        """
+        async with contextlib.AsyncExitStack() as resources:
+            context = await self._acquire(resources)
+            self._resources = resources.pop_all()  # success: ``stop`` releases them
+        if self.settings.login_at_startup:
+            # A refused login is not a failed start: the service runs logged out and says why in the status.
+            await context.session.login_with_stored_credentials()
+        return context
+
+    async def _acquire(self, resources: contextlib.AsyncExitStack) -> ServiceContext:
         settings = self.settings
         vault = SecretVault(self._keyring_backend)
         key_store = ApiKeyStore(vault, settings.data_dir, settings.api_key)
@@ -142,12 +153,11 @@ class ServiceRuntime:
         # The journal opens first: rows a crashed run left 'pending' become 'unknown' before any new order.
         orders = OrderDesk(OrderJournal(settings.data_dir / JOURNAL_FILE_NAME, self.clock), self.clock)
         await orders.start()
-        self.orders = orders
-        try:
-            await self.broker.start()
-        except BaseException:
-            await orders.close()
-            raise
+        resources.push_async_callback(orders.close)
+        # Registered before the start: a start that fails half-way may have opened part of the broker already,
+        # and closing a broker that never started is safe.
+        resources.push_async_callback(self.broker.close)
+        await self.broker.start()
         session = SessionManager(
             self.broker,
             self.clock,
@@ -156,8 +166,8 @@ class ServiceRuntime:
             auto_reauth=settings.auto_reauth,
             live_trading=lambda: self.live.enabled,
         )
+        resources.push_async_callback(session.close)
         await session.refresh_credentials_flag()
-        self.session = session
         # One upstream quote connection for every stream; it follows the session (open when logged in).
         quotes = QuoteHub(
             self.broker.quote_feed,
@@ -166,9 +176,11 @@ class ServiceRuntime:
             backoff=settings.stream_backoff,
         )
         await quotes.start()
+        resources.push_async_callback(quotes.close)
         quotes.set_session_active(session.state is SessionState.LOGGED_IN)
-        session.add_listener(lambda state: quotes.set_session_active(state is SessionState.LOGGED_IN))
-        self.quotes = quotes
+        resources.callback(
+            session.add_listener(lambda state: quotes.set_session_active(state is SessionState.LOGGED_IN))
+        )
         # One upstream account-event connection, likewise open while logged in (when the feed can run).
         fallback = self.broker.event_fallback if isinstance(self.broker, FidelityBroker) else None
         events = AccountEventHub(
@@ -179,10 +191,12 @@ class ServiceRuntime:
             fallback=fallback,
         )
         await events.start()
+        resources.push_async_callback(events.close)
         events.set_session_active(session.state is SessionState.LOGGED_IN)
-        session.add_listener(lambda state: events.set_session_active(state is SessionState.LOGGED_IN))
-        self.events = events
-        self.context = context = ServiceContext(
+        resources.callback(
+            session.add_listener(lambda state: events.set_session_active(state is SessionState.LOGGED_IN))
+        )
+        context = ServiceContext(
             settings=settings,
             api_key=api_key,
             key_source=key_source,
@@ -198,28 +212,29 @@ class ServiceRuntime:
             quotes=quotes,
             events=events,
         )
-        app = create_web_app(self.context, route_tables() + self._extra_tables, streaming=self._streaming)
+        app = create_web_app(context, route_tables() + self._extra_tables, streaming=self._streaming)
         if self._window is not None:
             app[DESKTOP_WINDOW] = self._window
         server = ServiceServer(app, settings.host, settings.port)
-        try:
-            await server.start()
-        except BaseException:
-            await events.close()
-            await quotes.close()
-            await session.close()
-            await self.broker.close()
-            await orders.close()
-            raise
+        await server.start()  # a refused bind has released the socket itself
+        resources.push_async_callback(self._stop_server, server)
+        # Released last-in first-out, so this runs first at stop: the hubs end their consumers, the SSE and
+        # WebSocket handlers they feed finish on their own, and the server's stop does not wait on open
+        # streams. Then the server, the session, the broker, and last the journal, so an order action in
+        # flight is still recorded. (Each hub's own release, registered when it started, then finds it closed.)
+        resources.push_async_callback(_close_all, quotes.close, events.close)
         self.server = server
-        if settings.login_at_startup:
-            await session.login_with_stored_credentials()
+        self.context = context
         return context
+
+    async def _stop_server(self, server: ServiceServer) -> None:
+        self.server = None
+        await server.stop()
 
     async def regenerate_api_key(self) -> None:
         """Store a new API key (off the loop); it takes effect when the service next starts."""
         if self._key_store is None:
-            raise RuntimeError("the service has not started")
+            raise ServiceNotRunning()
         key, _source = await asyncio.to_thread(self._key_store.regenerate)
         self.redactor.add(key)
 
@@ -231,20 +246,15 @@ class ServiceRuntime:
         return self.server.url
 
     async def stop(self) -> None:
-        """Close streams, stop the server and release everything; idempotent."""
-        # The hubs first: their consumers end, so the SSE and WebSocket handlers finish on their own.
-        if self.quotes is not None:
-            await self.quotes.close()
-        if self.events is not None:
-            await self.events.close()
-        if self.server is not None:
-            server, self.server = self.server, None
-            await server.stop()
-        if self.session is not None:
-            await self.session.close()
-        await self.broker.close()
-        if self.orders is not None:
-            await self.orders.close()
+        """Close the streams, stop the server and release everything start acquired; idempotent."""
+        resources, self._resources = self._resources, None
+        if resources is not None:
+            await resources.aclose()
+
+
+async def _close_all(*closers: Callable[[], Awaitable[None]]) -> None:
+    for close in closers:
+        await close()
 
 
 def _install_stop_signals(loop: asyncio.AbstractEventLoop, stop: asyncio.Event) -> None:

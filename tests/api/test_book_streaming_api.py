@@ -20,8 +20,7 @@ def check_book(book: dict[str, Any], symbol: str) -> None:
 
 
 def subscription(service: RunningService, key: str) -> dict[str, Any] | None:
-    assert service.runtime.quotes is not None
-    for entry in service.runtime.quotes.subscriptions():
+    for entry in service.context.quotes.subscriptions():
         if entry.symbol == key:
             return entry.model_dump()
     return None

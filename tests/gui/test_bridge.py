@@ -77,7 +77,7 @@ async def test_invalid_and_env_fixed_settings_are_refused_and_nothing_is_saved(m
     assert "at least 0" in outcome.errors["unsubscribe_delay"]
     assert "FTSERVICE_LOG_LEVEL" in outcome.errors["log_level"]
     assert not (desktop.settings().data_dir / "settings.json").exists()
-    assert desktop.runtime.session.auto_reauth is True  # type: ignore[union-attr]
+    assert desktop.runtime.context.session.auto_reauth is True  # type: ignore[union-attr]
 
 
 async def test_live_settings_apply_at_once_and_the_rest_wait_for_a_restart(make_desktop) -> None:
@@ -90,7 +90,7 @@ async def test_live_settings_apply_at_once_and_the_rest_wait_for_a_restart(make_
     assert sorted(outcome.needs_restart) == ["log_level", "unsubscribe_delay"]
     saved = json.loads((desktop.settings().data_dir / "settings.json").read_text())
     assert saved == {"auto_reauth": False, "log_level": "WARNING", "preview_ttl": 30.0, "unsubscribe_delay": 2.0}
-    assert desktop.runtime.session.auto_reauth is False  # type: ignore[union-attr]
+    assert desktop.runtime.context.session.auto_reauth is False  # type: ignore[union-attr]
     assert desktop.runtime.context.settings.preview_ttl == 30.0  # type: ignore[union-attr]
     _status, body = await desktop.call("GET", "/api/v1/auth/status")
     assert body["data"]["auto_reauth"] is False

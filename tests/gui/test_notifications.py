@@ -51,8 +51,8 @@ async def test_expiry_without_re_auth_is_announced_once(make_desktop) -> None:
 async def test_a_lost_market_data_stream_is_announced_and_so_is_its_return(make_desktop) -> None:
     desktop = await make_desktop(FTSERVICE_STREAM_BACKOFF="0.3")
     await log_in(desktop)
-    hub = desktop.runtime.quotes
-    assert hub is not None
+    assert desktop.runtime.context is not None
+    hub = desktop.runtime.context.quotes
     consumer = hub.open_consumer("sse")  # a symbol must be wanted for the upstream to open
     consumer.acquire(["AAPL"])
     try:

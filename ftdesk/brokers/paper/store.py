@@ -38,12 +38,16 @@ class PaperStore:
         os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT, 0o600))
         conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
         conn.row_factory = sqlite3.Row
-        conn.execute("PRAGMA journal_mode=WAL")
-        conn.execute("PRAGMA synchronous=NORMAL")
-        conn.execute("PRAGMA foreign_keys=ON")
-        conn.execute("PRAGMA busy_timeout=5000")
-        for ddl in self._schemas:
-            conn.executescript(ddl)
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")
+            conn.execute("PRAGMA foreign_keys=ON")
+            conn.execute("PRAGMA busy_timeout=5000")
+            for ddl in self._schemas:
+                conn.executescript(ddl)
+        except BaseException:
+            conn.close()  # a file that is not a database (or a full disk) must not leave the file open
+            raise
         self._conn = conn
 
     def close(self) -> None:
