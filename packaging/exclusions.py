@@ -65,8 +65,9 @@ UNUSED_PLUGINS = re.compile(
 )
 
 # Qt's own translations (7 MiB of .qm files): they are read only through a QTranslator, and ftdesk installs
-# none (its strings are English), so Qt's dialogs and context menus speak English either way.
-UNUSED_DATA = re.compile(r"PySide6/Qt/translations/")
+# none (its strings are English), so Qt's dialogs and context menus speak English either way. (Windows
+# wheels keep them in PySide6/translations.)
+UNUSED_DATA = re.compile(r"PySide6/(Qt/)?translations/")
 
 # Libraries nothing kept links to, by file name (PyInstaller puts the system's at the top of the bundle and
 # Qt's under PySide6/Qt/lib). They came along only as dependencies of what the spec leaves out:

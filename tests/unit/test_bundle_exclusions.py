@@ -40,6 +40,7 @@ def build(monkeypatch: pytest.MonkeyPatch) -> ModuleType:
 LEFT_OUT = [
     "PySide6/Qt/translations/qtbase_de.qm",
     "PySide6/Qt/translations/qt_help_fr.qm",
+    "PySide6/translations/qtbase_ja.qm",  # where the Windows wheel keeps them
     "PySide6/Qt/lib/libQt6Network.so.6",
     "PySide6/Qt/lib/libQt6EglFSDeviceIntegration.so.6",
     "PySide6/Qt/plugins/platforms/libqeglfs.so",
