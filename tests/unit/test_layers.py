@@ -89,6 +89,43 @@ def test_the_gui_scan_flags_a_reach_past_the_control_surface(tmp_path: Path) -> 
     assert gui_import_offenders("ftdesk.service.sample", imports_of(sample)) == []
 
 
+def live_switch_assignments(path: Path) -> list[int]:
+    """Return the lines that assign the live-trading switch (``<...>live.enabled = ...``)."""
+    lines = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Assign):
+            targets = node.targets
+        elif isinstance(node, ast.AugAssign | ast.AnnAssign):
+            targets = [node.target]
+        else:
+            continue
+        for target in targets:
+            if not (isinstance(target, ast.Attribute) and target.attr == "enabled"):
+                continue
+            owner = target.value
+            if (isinstance(owner, ast.Attribute) and owner.attr == "live") or (
+                isinstance(owner, ast.Name) and owner.id == "live"
+            ):
+                lines.append(node.lineno)
+    return lines
+
+
+def test_only_the_control_surface_switches_live_trading() -> None:
+    offenders = [
+        f"{name}:{line}"
+        for name, path in modules()
+        if name != "ftdesk.service.control"
+        for line in live_switch_assignments(path)
+    ]
+    assert offenders == []
+
+
+def test_the_live_switch_scan_sees_an_assignment(tmp_path: Path) -> None:
+    sample = tmp_path / "sample.py"
+    sample.write_text("runtime.live.enabled = True\nlive.enabled = False\nself.enabled = True\nlive.other = 1\n")
+    assert live_switch_assignments(sample) == [1, 2]
+
+
 def _violations(rule) -> list[str]:
     return [
         f"{name} imports {imported}"
