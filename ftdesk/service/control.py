@@ -25,8 +25,7 @@ from typing import Any, Protocol
 
 from ftdesk import __version__
 from ftdesk.autostart import LoginItem
-from ftdesk.config import SETTINGS_BY_NAME, ConfigError, Settings, SettingSpec, save_settings_file
-from ftdesk.config import validate_setting as validate_setting_value
+from ftdesk.config import SETTINGS_BY_NAME, ConfigError, Settings, SettingSpec
 from ftdesk.domain.errors import FtdeskError, StreamingUnavailable
 from ftdesk.domain.events import AccountEvent
 from ftdesk.domain.session import Credentials, SessionState
@@ -36,6 +35,7 @@ from ftdesk.service.first_run import is_first_start, record_welcome_shown
 from ftdesk.service.orders_journal import JournalEntry
 from ftdesk.service.routes.app_window import DesktopWindow
 from ftdesk.service.server import PortInUseError
+from ftdesk.service.settings_changes import SaveOutcome, save_changes, validate_setting
 from ftdesk.streaming.events import AccountEventHub
 from ftdesk.streaming.models import ConsumerClosed, HubState
 
@@ -63,8 +63,10 @@ __all__ = [
 # Re-exported for the desktop app, which may import nothing else of the service:
 # ``Settings``, ``SettingSpec`` and ``SETTINGS_BY_NAME`` (the settings table the dialog is built from),
 # ``ConfigError`` (a setting ftdesk cannot use), ``PortInUseError`` (the port is taken at start),
-# ``HubState`` (a stream hub's state), ``JournalEntry`` (one order-journal row) and ``LoginItem`` (the
-# platform's start-at-login entry, which the settings dialog edits).
+# ``HubState`` (a stream hub's state), ``JournalEntry`` (one order-journal row), ``LoginItem`` (the
+# platform's start-at-login entry, which the settings dialog edits), ``SaveOutcome`` (the answer to a
+# settings save) and ``validate_setting`` (the one check of a settings change, which the dialog runs on
+# each field as it is typed).
 
 log = logging.getLogger(__name__)
 
@@ -141,39 +143,6 @@ class ServiceStatus:
     auto_reauth: bool
     credentials_stored: bool
     streams: StreamStatus
-
-
-@dataclass(frozen=True)
-class SaveOutcome:
-    """The answer to a settings save.
-
-    ``errors`` maps a setting name to a one-line reason; when it is not empty nothing was saved.
-    ``applied`` took effect at once; ``needs_restart`` is saved but takes effect after a restart.
-    """
-
-    applied: list[str] = field(default_factory=list)
-    needs_restart: list[str] = field(default_factory=list)
-    errors: dict[str, str] = field(default_factory=dict)
-
-
-def validate_setting(name: str, raw: Any, running: Settings | None = None) -> Any:
-    """Return the value ``raw`` gives a setting, or raise ``ConfigError`` saying why it cannot.
-
-    The one check of a settings change: the settings dialog runs it on each field as it is typed, and
-    ``ServiceControl.save_settings`` on each change before anything is written. With ``running`` given it
-    also refuses what only the environment may set or what an environment variable fixes. ``None`` resets
-    a setting to its default.
-    """
-    spec = SETTINGS_BY_NAME.get(name)
-    if spec is None:
-        raise ConfigError(f"{name!r} is not a setting", setting=name)
-    if running is not None and not spec.file_allowed:
-        raise ConfigError(f"{name} can only be set with the environment variable {spec.env}", setting=name)
-    if running is not None and running.locked_by_env(name):
-        raise ConfigError(f"fixed by the environment variable {spec.env}", setting=name)
-    if raw is None:
-        return None
-    return validate_setting_value(name, raw)
 
 
 @dataclass(frozen=True)
@@ -480,37 +449,10 @@ class ServiceControl:
     async def save_settings(self, changes: Mapping[str, Any]) -> SaveOutcome:
         """Validate every change, write the settings file (off the loop) and apply what can change live."""
         run = self._require()
-        running = self._settings
-        errors: dict[str, str] = {}
-        values: dict[str, Any] = {}
-        for name, raw in changes.items():
-            try:
-                values[name] = validate_setting(name, raw, running)
-            except ConfigError as exc:
-                errors[name] = str(exc)
-        if errors:
-            return SaveOutcome(errors=errors)
-        try:
-            await asyncio.to_thread(save_settings_file, running.data_dir, values)
-        except (OSError, ConfigError) as exc:
-            reason = f"the settings file could not be written: {exc}"
-            return SaveOutcome(errors=dict.fromkeys(values, reason))
-        applied: list[str] = []
-        needs_restart: list[str] = []
-        live_values: dict[str, Any] = {}
-        for name, value in values.items():
-            spec = SETTINGS_BY_NAME[name]
-            effective = spec.default if value is None else value
-            if effective == getattr(running, name):
-                continue
-            if spec.restart_required:
-                needs_restart.append(name)
-            else:
-                live_values[name] = effective
-                applied.append(name)
+        outcome, live_values = await save_changes(self._settings, changes)
         if live_values:
             self._apply_live(run, live_values)
-        return SaveOutcome(applied=applied, needs_restart=needs_restart)
+        return outcome
 
     def _apply_live(self, run: _Run, values: Mapping[str, Any]) -> None:
         settings = dataclasses.replace(self._settings, **values)
