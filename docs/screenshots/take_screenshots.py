@@ -32,6 +32,7 @@ from ftdesk.gui.contracts import LoginRequest  # noqa: E402
 from ftdesk.gui.live_confirm import LiveTradingConfirmDialog  # noqa: E402
 from ftdesk.gui.login_dialog import LoginDialog  # noqa: E402
 from ftdesk.gui.settings_dialog import SettingsDialog  # noqa: E402
+from ftdesk.service.control import ServiceControl  # noqa: E402
 from ftdesk.service.routes.app_window import DesktopWindow  # noqa: E402
 
 
@@ -63,10 +64,10 @@ async def shoot(app: QApplication, data_dir: str) -> None:
     )
     settings = load_settings()
 
-    def make_runtime(current: Settings, window: DesktopWindow) -> ServiceRuntime:
+    def make_runtime(current: Settings, window: DesktopWindow | None) -> ServiceRuntime:
         return ServiceRuntime(current, window=window)
 
-    desktop = DesktopApp(settings, make_runtime, load_settings)
+    desktop = DesktopApp(ServiceControl(settings, make_runtime, reload_settings=load_settings))
     await desktop.start()
     try:
         # A fresh data dir is a first start: the welcome window opens by itself.
@@ -79,10 +80,9 @@ async def shoot(app: QApplication, data_dir: str) -> None:
 
         await desktop.bridge.submit_login(LoginRequest("trader", "paper-pass", None, remember=False))
         # Something to show: a script streaming quotes and a previewed order in the journal.
-        runtime = desktop.bridge.runtime
-        assert runtime.context is not None
-        auth = {"Authorization": f"Bearer {runtime.context.api_key}"}
-        http = aiohttp.ClientSession(base_url=runtime.url, headers=auth)
+        control = desktop.bridge.control
+        auth = {"Authorization": f"Bearer {control.api_key}"}
+        http = aiohttp.ClientSession(base_url=control.url, headers=auth)
         stream = await http.get("/api/v1/streaming/quotes", params={"symbols": "AAPL,MSFT,NVDA"})
         async with http.get("/api/v1/accounts") as answer:
             account = (await answer.json())["data"][0]["acct_num"]
@@ -107,7 +107,7 @@ async def shoot(app: QApplication, data_dir: str) -> None:
 
         # The login item lives in the scratch data dir, so taking screenshots never touches the real one.
         login_item = login_item_for_platform("linux", home=Path(data_dir), environ={})
-        dialog = SettingsDialog(desktop.bridge.runtime.settings, desktop.bridge, login_item=login_item)
+        dialog = SettingsDialog(desktop.bridge.settings, desktop.bridge, login_item=login_item)
         await show_and_save(app, dialog, "settings-dialog.png")
 
         confirm = LiveTradingConfirmDialog("paper")
