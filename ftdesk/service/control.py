@@ -233,7 +233,7 @@ class ServiceControl:
     async def stop(self) -> None:
         """Stop the service; idempotent."""
         async with self._lock:
-            run = self._detach()
+            run = await self._detach()
             if run is not None:
                 await run.runtime.stop()
 
@@ -245,7 +245,7 @@ class ServiceControl:
         credentials.
         """
         async with self._lock:
-            old = self._detach()
+            old = await self._detach()
             if old is None:
                 raise ServiceNotRunning()
             previous = self._settings
@@ -280,7 +280,7 @@ class ServiceControl:
         self._start_event_reader()
         self._emit(ServiceChange.RUNNING)
 
-    def _detach(self) -> _Run | None:
+    async def _detach(self) -> _Run | None:
         run, self._run = self._run, None
         if run is None:
             return None
@@ -288,6 +288,7 @@ class ServiceControl:
         reader, self._event_reader = self._event_reader, None
         if reader is not None:
             reader.cancel()
+            await asyncio.gather(reader, return_exceptions=True)
         self._emit(ServiceChange.RUNNING)
         return run
 

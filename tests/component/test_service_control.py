@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Callable
 
 import aiohttp
@@ -127,6 +128,22 @@ async def test_the_control_s_own_account_event_reader_is_not_counted_as_a_client
     finally:
         unsubscribe()
         await control.stop()
+
+
+async def test_a_stopped_control_leaves_no_task_running(
+    make_settings: Callable[..., Settings], memory_keyring: InMemoryKeyring
+) -> None:
+    def make_runtime(settings: Settings, window: DesktopWindow | None) -> ServiceRuntime:
+        return ServiceRuntime(settings, keyring_backend=memory_keyring, redactor=SecretRedactor())
+
+    tasks_before = asyncio.all_tasks()
+    control = ServiceControl(make_settings(FTSERVICE_API_KEY=TEST_API_KEY), make_runtime)
+    control.subscribe_account_events(lambda _event: None)  # the control then runs a reader task of its own
+    await control.start()
+    await control.log_in(TRADER)  # the session's keep-alive and the hubs' upstream connections run too
+    assert asyncio.all_tasks() - tasks_before
+    await control.stop()
+    assert asyncio.all_tasks() - tasks_before == set()
 
 
 def test_one_check_refuses_unknown_env_only_and_env_fixed_settings_and_bad_values(
