@@ -30,6 +30,7 @@ import re
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
@@ -57,23 +58,25 @@ SUBSCRIPTION_DOCUMENT = """subscription Subscription($subscribeId: String!, $con
 }"""
 
 # The 15 codes of the reference's table (it speaks of 16 named, about 20 in the app); others map to "other".
-EVENT_CATEGORIES: dict[str, EventCategory] = {
-    "MFCEX": EventCategory.ORDER,
-    "ORDUP": EventCategory.ORDER,
-    "CXL01": EventCategory.ORDER,
-    "SPPOS": EventCategory.POSITION,
-    "CBUPD": EventCategory.POSITION,
-    "SPBSM": EventCategory.BALANCE,
-    "TRPA": EventCategory.ALERT,
-    "TRPB": EventCategory.ALERT,
-    "MA50A": EventCategory.ALERT,
-    "MA50B": EventCategory.ALERT,
-    "MA200A": EventCategory.ALERT,
-    "MA200B": EventCategory.ALERT,
-    "52WHA": EventCategory.ALERT,
-    "52WHB": EventCategory.ALERT,
-    "VOLAL": EventCategory.ALERT,
-}
+EVENT_CATEGORIES: Mapping[str, EventCategory] = MappingProxyType(
+    {
+        "MFCEX": EventCategory.ORDER,
+        "ORDUP": EventCategory.ORDER,
+        "CXL01": EventCategory.ORDER,
+        "SPPOS": EventCategory.POSITION,
+        "CBUPD": EventCategory.POSITION,
+        "SPBSM": EventCategory.BALANCE,
+        "TRPA": EventCategory.ALERT,
+        "TRPB": EventCategory.ALERT,
+        "MA50A": EventCategory.ALERT,
+        "MA50B": EventCategory.ALERT,
+        "MA200A": EventCategory.ALERT,
+        "MA200B": EventCategory.ALERT,
+        "52WHA": EventCategory.ALERT,
+        "52WHB": EventCategory.ALERT,
+        "VOLAL": EventCategory.ALERT,
+    }
+)
 
 _MESSAGE_LIMIT = 300  # characters of upstream text kept in an error message
 

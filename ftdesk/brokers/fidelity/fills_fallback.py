@@ -26,6 +26,7 @@ import json
 import logging
 import xml.etree.ElementTree as ET
 from collections.abc import Callable
+from types import MappingProxyType
 from typing import Any
 
 from ftdesk.brokers.fidelity.beps import EVENT_CATEGORIES
@@ -37,7 +38,8 @@ from ftdesk.domain.events import AccountEvent, EventCategory
 log = logging.getLogger(__name__)
 
 HISTORY_URL = f"{ECAWS}/ftgw/alerts/services/ATBTAlerts"
-HISTORY_HEADERS = {"Content-Type": "application/x-www-form-urlencoded"}  # sic (captured); no SOAPAction
+# sic (captured); no SOAPAction
+HISTORY_HEADERS = MappingProxyType({"Content-Type": "application/x-www-form-urlencoded"})
 ALERTS_NAMESPACE = "http://xmlns.fmr.com/brokerage/fens/service/ALERTS/2009-09"
 SOURCE = "alerts"
 DEFAULT_INTERVAL = 15.0

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import date, timedelta
+from types import MappingProxyType
 from typing import Any
 
 from ftdesk.brokers.fidelity import values as v
@@ -34,8 +35,9 @@ ACCRUALS_URL = f"{DP}/retail-am-accountaccruals/v2/accounts/accruals"
 # Only the decompiled app names this host (an XQ1-looking variant of dpservice).
 CASH_ACCRUALS_URL = f"{DPSERVICE_XQ1}/ftgw/dp/retail-am-accountaccruals/v1/accounts/cash/accruals"
 
-CL_HEADER = {"CL": "3"}  # the app sends it to these endpoints (2.1); the upstream accepts calls without it
-ORIGIN_HEADER = {"fid-originating-app-id": DATA_APP_ID}
+# The app sends it to these endpoints (2.1); the upstream accepts calls without it.
+CL_HEADER = MappingProxyType({"CL": "3"})
+ORIGIN_HEADER = MappingProxyType({"fid-originating-app-id": DATA_APP_ID})
 
 
 # --- loaned securities (4.8) ----------------------------------------------------------------------

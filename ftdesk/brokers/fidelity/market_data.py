@@ -9,6 +9,7 @@ holiday calendar in ``market_calendar``.
 from __future__ import annotations
 
 from datetime import date, datetime, timedelta
+from types import MappingProxyType
 from typing import Any
 
 from yarl import URL
@@ -33,7 +34,7 @@ AVAILABLE_MARKETS_URL = f"{DPSERVICE}/ftgw/dp/reference/security/stock/available
 CHART_CALLBACK = "jsonp_ftdesk_1"
 VOLATILITY_LOOKBACK_DAYS = 90
 # How far back a chart reaches when no start is given, by bar width.
-_DEFAULT_SPAN = {BarWidth.DAY: 365, BarWidth.WEEK: 2 * 365, BarWidth.MONTH: 5 * 365}
+_DEFAULT_SPAN = MappingProxyType({BarWidth.DAY: 365, BarWidth.WEEK: 2 * 365, BarWidth.MONTH: 5 * 365})
 
 
 def fastquote_url(base: str, **query: str) -> str:

@@ -55,7 +55,7 @@ from ftdesk.domain.orders import (
 
 log = logging.getLogger(__name__)
 
-_BUYS = {EquityAction.BUY.value, EquityAction.BUY_TO_COVER.value}
+_BUYS = frozenset({EquityAction.BUY.value, EquityAction.BUY_TO_COVER.value})
 _LEG_PRICES_KEPT = 256  # previews whose leg quotes are kept for their place (previews live minutes)
 
 

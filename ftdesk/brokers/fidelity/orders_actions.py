@@ -21,6 +21,7 @@ import logging
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
 
 from ftdesk.brokers.fidelity import values as v
@@ -41,8 +42,10 @@ log = logging.getLogger(__name__)
 PLAIN = ""
 """An equity action that is neither a short sale, a cover, a sell-all nor a specific-shares sale."""
 
-_EQUITY_QUALIFIER = {"B": PLAIN, "S": PLAIN, "SH": "short", "BH": "cover", "SA": "all", "SS": "specific"}
-_OPTION_CODES = {"BO", "SO", "BC", "SC", "BP", "SP"}
+_EQUITY_QUALIFIER = MappingProxyType(
+    {"B": PLAIN, "S": PLAIN, "SH": "short", "BH": "cover", "SA": "all", "SS": "specific"}
+)
+_OPTION_CODES = frozenset({"BO", "SO", "BC", "SC", "BP", "SP"})
 _WORD = re.compile(r"[a-z]+")
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any
 
 from ftdesk.brokers.fidelity import values as v
@@ -47,21 +48,23 @@ REJECTED_REASON = "UPSTREAM_REJECTED"
 """The stable reason of ``OrderRejected`` when Fidelity answers ``respTypeCode "E"``; details carry its codes."""
 
 # The decompiled status enum (4.10) on the spec's lifecycle.
-_STATUS = {
-    "OPEN": OrderStatus.OPEN,
-    "TRIGGERED_OPEN": OrderStatus.OPEN,
-    "EXECUTION_PENDING": OrderStatus.OPEN,
-    "PENDING_CANCEL": OrderStatus.OPEN,
-    "FILLED": OrderStatus.FILLED,
-    "SETTLEMENT_PENDING": OrderStatus.FILLED,
-    "PARTIAL_FILL": OrderStatus.PARTIALLY_FILLED,
-    "PENDING_CANCEL_PARTIAL_FILL": OrderStatus.PARTIALLY_FILLED,
-    "VERIFIED_CANCEL": OrderStatus.CANCELED,
-    "VERIFIED_CANCEL_PARTIAL_FILL": OrderStatus.CANCELED,
-    "UNTRIGGERED_AWAITS_PRIMARY_TRIGGER": OrderStatus.PENDING_TRIGGER,
-    "UNTRIGGERED_AWAITS_CONTINGENT_TRIGGER": OrderStatus.PENDING_TRIGGER,
-    "ERROR": OrderStatus.REJECTED,
-}
+_STATUS = MappingProxyType(
+    {
+        "OPEN": OrderStatus.OPEN,
+        "TRIGGERED_OPEN": OrderStatus.OPEN,
+        "EXECUTION_PENDING": OrderStatus.OPEN,
+        "PENDING_CANCEL": OrderStatus.OPEN,
+        "FILLED": OrderStatus.FILLED,
+        "SETTLEMENT_PENDING": OrderStatus.FILLED,
+        "PARTIAL_FILL": OrderStatus.PARTIALLY_FILLED,
+        "PENDING_CANCEL_PARTIAL_FILL": OrderStatus.PARTIALLY_FILLED,
+        "VERIFIED_CANCEL": OrderStatus.CANCELED,
+        "VERIFIED_CANCEL_PARTIAL_FILL": OrderStatus.CANCELED,
+        "UNTRIGGERED_AWAITS_PRIMARY_TRIGGER": OrderStatus.PENDING_TRIGGER,
+        "UNTRIGGERED_AWAITS_CONTINGENT_TRIGGER": OrderStatus.PENDING_TRIGGER,
+        "ERROR": OrderStatus.REJECTED,
+    }
+)
 # Words that classify a status code outside the enum (or its description), first match wins.
 _STATUS_WORDS = (
     ("REPLACE", OrderStatus.REPLACED),
@@ -72,8 +75,10 @@ _STATUS_WORDS = (
     ("FILL", OrderStatus.FILLED),
     ("TRIGGER", OrderStatus.PENDING_TRIGGER),
 )
-_PRICE_TYPES = {"L": PriceType.LIMIT, "M": PriceType.MARKET, "S": PriceType.STOP, "SL": PriceType.STOP_LIMIT}
-_TIFS = {"D": TimeInForce.DAY, "G": TimeInForce.GTC}
+_PRICE_TYPES = MappingProxyType(
+    {"L": PriceType.LIMIT, "M": PriceType.MARKET, "S": PriceType.STOP, "SL": PriceType.STOP_LIMIT}
+)
+_TIFS = MappingProxyType({"D": TimeInForce.DAY, "G": TimeInForce.GTC})
 
 
 # --- errors and messages ------------------------------------------------------------------------

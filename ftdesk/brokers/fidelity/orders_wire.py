@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
+from types import MappingProxyType
 from typing import Any
 
 from ftdesk.brokers.fidelity.http import DPSERVICE
@@ -48,7 +49,8 @@ STAGED_SAVE_URL = f"{DP}/ent-research-staging/v1/customers/staged-order/save"
 STAGED_DELETE_URL = f"{DP}/ent-research-staging/v1/customers/staged-order/delete"
 TRADE_AGREEMENT_URL = f"{DP}/trade/useragreement/modify/v1"
 
-STATUS_HEADERS = {"CL": "3"}  # the app sends it to order status (2.1); the upstream accepts calls without it
+# The app sends it to order status (2.1); the upstream accepts calls without it.
+STATUS_HEADERS = MappingProxyType({"CL": "3"})
 STAGED_STAGE_TYPE = "saveD_ORDER"  # the upstream's own spelling (4.18)
 
 

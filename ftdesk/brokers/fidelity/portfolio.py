@@ -7,6 +7,7 @@ unknown (docs/fidelity-gaps.md): lots are read by looking for records carrying t
 
 from __future__ import annotations
 
+from types import MappingProxyType
 from typing import Any
 
 from ftdesk.brokers.fidelity import values as v
@@ -256,7 +257,9 @@ async def fetch_options_summary(http: FidelityHttp, account: Account) -> Options
     return map_options_summary(payload, account.acct_num)
 
 
-_STRATEGIES = {"SPREAD": "VERTICAL", "STRADDLE": "STRADDLE", "STRANGLE": "STRANGLE", "CALENDAR": "CALENDAR"}
+_STRATEGIES = MappingProxyType(
+    {"SPREAD": "VERTICAL", "STRADDLE": "STRADDLE", "STRANGLE": "STRANGLE", "CALENDAR": "CALENDAR"}
+)
 
 
 def map_options_summary(payload: Any, acct_num: str) -> OptionsSummary:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from types import MappingProxyType
 from typing import Any
 
 from ftdesk.brokers.fidelity import values as v
@@ -23,14 +24,16 @@ from ftdesk.domain.research import (
 )
 
 CONTRACT_SIZE = 100
-_SECURITY_TYPES = {
-    "EQ": "EQUITY",
-    "ETP": "ETF",
-    "ETF": "ETF",
-    "MMF": "MONEY_MARKET",
-    "IX": "INDEX",
-    "MF": "MUTUAL_FUND",
-}
+_SECURITY_TYPES = MappingProxyType(
+    {
+        "EQ": "EQUITY",
+        "ETP": "ETF",
+        "ETF": "ETF",
+        "MMF": "MONEY_MARKET",
+        "IX": "INDEX",
+        "MF": "MUTUAL_FUND",
+    }
+)
 
 
 # --- earnings and dividends (4.25) --------------------------------------------------------------
@@ -239,17 +242,19 @@ def _as_list(value: Any) -> list[Any]:
 # --- screener (4.28) ----------------------------------------------------------------------------
 
 # LiveVol display names of the fields a ScreenerRow holds (the call-volume scan's are captured).
-_FIELD_NAMES = {
-    "symbol": ("Symbol",),
-    "description": ("Company Name", "Name"),
-    "price": ("Last", "Price"),
-    "change": ("Last Change", "Change"),
-    "change_pct": ("Percent Change", "Change %", "% Change"),
-    "volume": ("Call Volume", "Volume", "Total Volume", "Put Volume"),
-    "iv": ("IV30", "IV", "Implied Volatility"),
-    "hv": ("HV30", "HV", "Historical Volatility"),
-    "iv_rank": ("IV Rank", "IV30 Rank", "IV Percentile"),
-}
+_FIELD_NAMES = MappingProxyType(
+    {
+        "symbol": ("Symbol",),
+        "description": ("Company Name", "Name"),
+        "price": ("Last", "Price"),
+        "change": ("Last Change", "Change"),
+        "change_pct": ("Percent Change", "Change %", "% Change"),
+        "volume": ("Call Volume", "Volume", "Total Volume", "Put Volume"),
+        "iv": ("IV30", "IV", "Implied Volatility"),
+        "hv": ("HV30", "HV", "Historical Volatility"),
+        "iv_rank": ("IV Rank", "IV30 Rank", "IV Percentile"),
+    }
+)
 
 
 def scan_rows(payload: Any) -> list[dict[str, str]]:

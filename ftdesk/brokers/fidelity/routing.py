@@ -12,13 +12,14 @@ certificates the same way on every machine, whatever CA files the operating syst
 from __future__ import annotations
 
 import ssl
+from types import MappingProxyType
 
 import aiohttp
 import certifi
 from yarl import URL
 
-_SECURE = {"https": "http", "wss": "ws"}
-_PLAIN = {"http": "https", "ws": "wss"}
+_SECURE = MappingProxyType({"https": "http", "wss": "ws"})
+_PLAIN = MappingProxyType({"http": "https", "ws": "wss"})
 
 
 class UpstreamRouter:

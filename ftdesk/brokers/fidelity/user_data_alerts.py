@@ -19,6 +19,7 @@ import asyncio
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from types import MappingProxyType
 from typing import Any
 
 from ftdesk.brokers.fidelity import values as v
@@ -40,21 +41,25 @@ LIST_URL = f"{TRIGGERS_URL}/list"
 CREATE_URL = f"{TRIGGERS_URL}/create"
 DELETE_URL = f"{TRIGGERS_URL}/delete"
 # Where Trader+ asks Fidelity to deliver its alerts (as captured).
-DEVICES = ({"name": "Active Trader Pro"}, {"name": "Fidelity mobile applications"})
-OPERATORS = {
-    (TriggerDirection.ABOVE, TriggerBasis.PRICE): "greaterThan",
-    (TriggerDirection.BELOW, TriggerBasis.PRICE): "lessThan",
-    (TriggerDirection.ABOVE, TriggerBasis.PERCENT): "greaterThanPercent",
-    (TriggerDirection.BELOW, TriggerBasis.PERCENT): "lessThanPercent",
-}
-_DIRECTIONS = {"greaterthan": TriggerDirection.ABOVE, "lessthan": TriggerDirection.BELOW,
+DEVICES = (MappingProxyType({"name": "Active Trader Pro"}), MappingProxyType({"name": "Fidelity mobile applications"}))
+OPERATORS = MappingProxyType(
+    {
+        (TriggerDirection.ABOVE, TriggerBasis.PRICE): "greaterThan",
+        (TriggerDirection.BELOW, TriggerBasis.PRICE): "lessThan",
+        (TriggerDirection.ABOVE, TriggerBasis.PERCENT): "greaterThanPercent",
+        (TriggerDirection.BELOW, TriggerBasis.PERCENT): "lessThanPercent",
+    }
+)
+_DIRECTIONS = MappingProxyType({"greaterthan": TriggerDirection.ABOVE, "lessthan": TriggerDirection.BELOW,
                "price_above": TriggerDirection.ABOVE, "price_below": TriggerDirection.BELOW,
-               "greaterthanpercent": TriggerDirection.ABOVE, "lessthanpercent": TriggerDirection.BELOW}  # fmt: skip
-LIST_STATUSES = {"active": TriggerStatus.ACTIVE, "expired": TriggerStatus.TRIGGERED}
+               "greaterthanpercent": TriggerDirection.ABOVE, "lessthanpercent": TriggerDirection.BELOW})  # fmt: skip
+LIST_STATUSES = MappingProxyType({"active": TriggerStatus.ACTIVE, "expired": TriggerStatus.TRIGGERED})
 _MAX_PAGES = 20
 _NEVER = datetime.max.replace(tzinfo=UTC)
 
-SIGN_ON_HEADERS = {"Content-Type": "application/x-www-form-urlencoded", "SOAPAction": "CustomerSignOn"}
+SIGN_ON_HEADERS = MappingProxyType(
+    {"Content-Type": "application/x-www-form-urlencoded", "SOAPAction": "CustomerSignOn"}
+)
 # Fixed text: no value of the user goes into it (the cookies authenticate the call).
 SIGN_ON_ENVELOPE = (
     '<soapenv:Envelope xmlns:soapenv="http://schemas.xmlsoap.org/soap/envelope/"'
