@@ -50,11 +50,11 @@ async def measure(total: int, concurrency: int) -> list[dict[str, float | str]]:
         await runtime.start()
         assert runtime.session is not None
         await runtime.session.login(Credentials(username="bench", password=SecretStr("bench")))
-        acct = (await runtime.broker.get_accounts())[0].acct_num
+        acct = (await runtime.broker.accounts.get_accounts())[0].acct_num
         positions_json = json.dumps(
             {
                 "ok": True,
-                "data": [p.model_dump(mode="json") for p in await runtime.broker.get_positions(acct)],
+                "data": [p.model_dump(mode="json") for p in await runtime.broker.accounts.get_positions(acct)],
                 "error": None,
             }
         )

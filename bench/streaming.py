@@ -833,7 +833,11 @@ async def cold_symbols_row(*, warm_up: bool, count: int = 100) -> dict[str, floa
             await context.session.login(Credentials(username="bench", password=SecretStr("bench")))
             # Symbols the seeded accounts do not hold, so nothing has quoted them yet.
             broker = runtime.broker
-            held = {p.symbol for a in await broker.get_accounts() for p in await broker.get_positions(a.acct_num)}
+            held = {
+                p.symbol
+                for a in await broker.accounts.get_accounts()
+                for p in await broker.accounts.get_positions(a.acct_num)
+            }
             symbols = [s for s in Universe.load().symbols if s not in held][:count]
             url = f"{runtime.url.replace('http', 'ws', 1)}/ws/quotes"
             proc = await asyncio.create_subprocess_exec(

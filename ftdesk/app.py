@@ -182,7 +182,7 @@ class ServiceRuntime:
             session.add_listener(lambda state: quotes.set_session_active(state is SessionState.LOGGED_IN))
         )
         # One upstream account-event connection, likewise open while logged in (when the feed can run).
-        fallback = self.broker.event_fallback if isinstance(self.broker, FidelityBroker) else None
+        fallback = self.broker.event_fallback
         events = AccountEventHub(
             self.broker.account_events,
             self.clock,

@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 
 from aiohttp import web
 
-from ftdesk.brokers.base import Broker
+from ftdesk.brokers.capabilities import OrdersApi
 from ftdesk.domain.clock import Clock
 from ftdesk.domain.errors import (
     Conflict,
@@ -55,7 +55,7 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 P = TypeVar("P", OrderPreview, ConditionalPreview)
 
-Operation = Callable[[Broker], Awaitable[T]]
+Operation = Callable[[OrdersApi], Awaitable[T]]
 Runner = Callable[[Operation[T]], Awaitable[T]]
 
 REPLAY_HEADER = "Idempotent-Replayed"
@@ -219,10 +219,10 @@ class OrderDesk:
 
         reached = False
 
-        async def tracked(broker: Broker) -> OrderPlacement:
+        async def tracked(orders: OrdersApi) -> OrderPlacement:
             nonlocal reached
             reached = True
-            return await operation(broker)
+            return await operation(orders)
 
         try:
             placement = await run(tracked)

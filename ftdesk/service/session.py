@@ -137,7 +137,7 @@ class SessionManager:
 
     async def _login_locked(self, credentials: Credentials) -> None:
         try:
-            session = await self.broker.login(credentials)
+            session = await self.broker.session.login(credentials)
         except Exception as exc:
             reason = (
                 exc.message if isinstance(exc, LoginFailed | TotpRequired) else f"Login failed: {type(exc).__name__}"
@@ -145,7 +145,7 @@ class SessionManager:
             self._fail_login(reason)
             # Whatever the upstream kept from an earlier login must not outlive a failed one.
             with contextlib.suppress(Exception):
-                await self.broker.logout()
+                await self.broker.session.logout()
             raise
         now = self._clock.now()
         self._username = session.username
@@ -167,7 +167,7 @@ class SessionManager:
         async with self._lock:
             self._stop_keepalive()
             with contextlib.suppress(Exception):
-                await self.broker.logout()
+                await self.broker.session.logout()
             self._logged_in_since = None
             self._last_error = None
             self._set_state(SessionState.LOGGED_OUT)
@@ -266,7 +266,7 @@ class SessionManager:
             if self.state is not SessionState.LOGGED_IN:
                 return
             try:
-                await self.broker.keep_alive()
+                await self.broker.session.keep_alive()
                 self._last_keep_alive = self._clock.now()
             except (SessionExpired, AuthRequired):
                 self._mark_expired("The brokerage session expired (keep-alive refused)")

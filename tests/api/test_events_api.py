@@ -55,7 +55,7 @@ async def buy_at_market(service: RunningService, acct: str, qty: int = 1) -> str
 
 
 async def individual_account(service: RunningService) -> str:
-    accounts = await service.context.broker.get_accounts()
+    accounts = await service.context.broker.accounts.get_accounts()
     return next(a.acct_num for a in accounts if a.acct_type is AccountType.INDIVIDUAL)
 
 

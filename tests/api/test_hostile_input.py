@@ -110,7 +110,7 @@ async def test_nan_and_infinity_are_not_json(service, literal: str) -> None:
 
 
 async def individual_account(service) -> str:
-    accounts = await service.context.broker.get_accounts()
+    accounts = await service.context.broker.accounts.get_accounts()
     return next(a.acct_num for a in accounts if a.acct_type is AccountType.INDIVIDUAL)
 
 

@@ -26,15 +26,15 @@ PLACE_METHODS = (
 
 
 class BrokerSpy:
-    """Counts calls of broker methods (wrapped on the broker instance) and can hold them in flight."""
+    """Counts calls of orders-group methods (wrapped on the broker's orders object) and can hold them in flight."""
 
-    def __init__(self, broker: Any, *names: str) -> None:
+    def __init__(self, orders: Any, *names: str) -> None:
         self.calls: Counter[str] = Counter()
         self.entered = asyncio.Event()
         self.released = asyncio.Event()
         self.released.set()
         for name in names:
-            setattr(broker, name, self._wrap(name, getattr(broker, name)))
+            setattr(orders, name, self._wrap(name, getattr(orders, name)))
 
     def _wrap(self, name: str, original: Any) -> Any:
         async def spy(*args: Any, **kwargs: Any) -> Any:
@@ -66,11 +66,11 @@ async def live(start_service, clock):
 
 
 def spy_on(service, *names: str) -> BrokerSpy:
-    return BrokerSpy(service.context.broker, *(names or PLACE_METHODS))
+    return BrokerSpy(service.context.broker.orders, *(names or PLACE_METHODS))
 
 
 async def individual_account(service) -> str:
-    accounts = await service.context.broker.get_accounts()
+    accounts = await service.context.broker.accounts.get_accounts()
     return next(a.acct_num for a in accounts if a.acct_type is AccountType.INDIVIDUAL)
 
 
@@ -225,7 +225,7 @@ async def test_place_needs_a_preview_made_by_this_service(live) -> None:
         "preview_endpoint": "POST /api/v1/orders/equity/preview",
     }
     # A preview the broker made for someone else (not through this service) is unknown here too.
-    behind_the_back = (await live.context.broker.preview_equity_order(
+    behind_the_back = (await live.context.broker.orders.preview_equity_order(
         EquityPlaceBody.model_validate_json(json.dumps(body)).to_domain())).conf_num  # fmt: skip
     other = assert_error(await place(live, {**body, "confNum": behind_the_back}), 409, "PREVIEW_REQUIRED")
     assert other["details"]["reason"] == "unknown"

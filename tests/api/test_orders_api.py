@@ -20,7 +20,7 @@ async def service(start_service):
 
 
 async def individual_account(service) -> str:
-    accounts = await service.context.broker.get_accounts()
+    accounts = await service.context.broker.accounts.get_accounts()
     return next(a.acct_num for a in accounts if a.acct_type is AccountType.INDIVIDUAL)
 
 
@@ -168,7 +168,7 @@ async def test_snake_case_spelling_is_accepted_for_equity_orders(service) -> Non
 
 async def option_symbols(service, underlying: str = "AAPL") -> tuple[str, str, float, float]:
     """Two calls of one expiry near the money: (lower strike, higher strike, lower's bid, higher's ask)."""
-    chain = await service.context.broker.get_option_chain(underlying)
+    chain = await service.context.broker.market_data.get_option_chain(underlying)
     expiration = chain.expirations[1]
     strikes = sorted(
         (s for s in expiration.strikes if s.call is not None and s.call.bid > 0),

@@ -10,7 +10,7 @@ import pyotp
 import pytest
 
 from ftdesk.domain.errors import SessionExpired
-from ftdesk.service.routes.common import in_session
+from ftdesk.service.routes.common import in_accounts
 from ftdesk.service.routing import Call, RouteTable
 from tests.fakes.clock import ManualClock
 
@@ -22,7 +22,7 @@ session_routes = RouteTable(tag="testing")
 @session_routes.get("/_test/accounts", summary="A call that needs the session")
 async def count_accounts(call: Call[None, None]) -> int:
     """Return how many accounts the broker has."""
-    return len(await in_session(call, lambda broker: broker.get_accounts()))
+    return len(await in_accounts(call, lambda accounts: accounts.get_accounts()))
 
 
 async def status_of(service) -> dict[str, Any]:
@@ -194,7 +194,7 @@ async def test_a_place_is_never_retried_after_an_expiry(start_service) -> None:
 
     async def place(broker):
         attempts.append(1)
-        await broker.get_accounts()  # stands in for a place: the broker says the session is gone
+        await broker.accounts.get_accounts()  # stands in for a place: the broker says the session is gone
         return "sent"
 
     with pytest.raises(SessionExpired):

@@ -22,24 +22,24 @@ CREDS = Credentials(username="trader", password=SecretStr("pw"))
 async def started(db: Path, clock: ManualClock, seed: int | None = 11, **config: object) -> PaperBroker:
     broker = PaperBroker(PaperConfig(db_path=db, seed=seed, **config), clock)  # type: ignore[arg-type]
     await broker.start()
-    await broker.login(CREDS)
+    await broker.session.login(CREDS)
     return broker
 
 
 async def first_margin_account(broker: PaperBroker) -> str:
-    accounts = await broker.get_accounts()
+    accounts = await broker.accounts.get_accounts()
     return next(a.acct_num for a in accounts if a.margin_ind and a.option_level >= 3)
 
 
 async def test_fresh_world_has_three_kinds_of_accounts_with_data(tmp_path: Path) -> None:
     broker = await started(tmp_path / "w.sqlite3", ManualClock())
     try:
-        accounts = await broker.get_accounts()
+        accounts = await broker.accounts.get_accounts()
         kinds = {a.acct_type.value for a in accounts}
         assert len(accounts) >= 3 and {"INDIVIDUAL", "IRA", "JOINT"} <= kinds
         for account in accounts:
-            assert await broker.get_transactions(account.acct_num, None, None)
-            assert (await broker.get_balances(account.acct_num)).net_worth > 0
+            assert await broker.accounts.get_transactions(account.acct_num, None, None)
+            assert (await broker.accounts.get_balances(account.acct_num)).net_worth > 0
     finally:
         await broker.close()
 
@@ -50,15 +50,15 @@ async def test_a_marketable_order_placed_now_fills_and_emits_events_in_order(tmp
     events = await broker.account_events.connect()
     try:
         acct = await first_margin_account(broker)
-        cash_before = (await broker.get_balances(acct)).cash
+        cash_before = (await broker.accounts.get_balances(acct)).cash
         order = EquityOrder(acct_num=acct, symbol="KO", action=EquityAction.BUY, qty=10, price_type=PriceType.MARKET)
-        preview = await broker.preview_equity_order(order)
-        placed = await broker.place_equity_order(order, preview.conf_num)
-        detail = (await broker.get_order_detail(placed.conf_num, acct)).order
+        preview = await broker.orders.preview_equity_order(order)
+        placed = await broker.orders.place_equity_order(order, preview.conf_num)
+        detail = (await broker.orders.get_order_detail(placed.conf_num, acct)).order
         assert detail is not None and detail.status_detail.status is OrderStatus.FILLED
         fill_price = detail.status_detail.avg_exec_price
         assert fill_price is not None
-        cash_after = (await broker.get_balances(acct)).cash
+        cash_after = (await broker.accounts.get_balances(acct)).cash
         assert cash_after == pytest.approx(cash_before - 10 * fill_price, abs=0.01)
         stream = events.events()
         seen = [await asyncio.wait_for(anext(stream), 2) for _ in range(3)]
@@ -84,10 +84,12 @@ async def test_the_tick_loop_fills_a_resting_order_when_the_market_reaches_it(tm
             limit_price=round(last * 0.9995, 2),
             tif=TimeInForce.GTC,
         )
-        placed = await broker.place_equity_order(order, (await broker.preview_equity_order(order)).conf_num)
+        placed = await broker.orders.place_equity_order(
+            order, (await broker.orders.preview_equity_order(order)).conf_num
+        )
         for _ in range(24 * 60):  # up to a simulated day, one minute per step
             await clock.advance(60)
-            status = (await broker.get_order_detail(placed.conf_num, acct)).order
+            status = (await broker.orders.get_order_detail(placed.conf_num, acct)).order
             assert status is not None
             if status.status_detail.status is OrderStatus.FILLED:
                 break
@@ -105,13 +107,13 @@ async def test_price_alerts_fire_from_the_tick_loop(tmp_path: Path) -> None:
     events = await broker.account_events.connect()
     try:
         last = broker.market.quote("TSLA").last
-        trigger = await broker.create_price_trigger(
+        trigger = await broker.user_data.create_price_trigger(
             PriceTriggerDraft(symbol="TSLA", direction=TriggerDirection.ABOVE, price=round(last * 1.001, 2))
         )
         stream = events.events()
         for _ in range(24 * 60):
             await clock.advance(60)
-            if (await broker.get_price_triggers())[0].status.value == "TRIGGERED":
+            if (await broker.user_data.get_price_triggers())[0].status.value == "TRIGGERED":
                 break
         else:
             pytest.fail("TSLA never rose 0.1% in a simulated day")
@@ -136,18 +138,18 @@ async def test_the_world_and_its_prices_survive_a_restart(tmp_path: Path) -> Non
         limit_price=200.00,
         tif=TimeInForce.GTC,
     )
-    placed = await broker.place_equity_order(order, (await broker.preview_equity_order(order)).conf_num)
-    positions = await broker.get_positions(acct)
+    placed = await broker.orders.place_equity_order(order, (await broker.orders.preview_equity_order(order)).conf_num)
+    positions = await broker.accounts.get_positions(acct)
     quote = broker.market.quote("MSFT")
     await broker.close()
 
     again = await started(db, clock, seed=None)
     try:
-        assert await again.get_positions(acct) == positions
+        assert await again.accounts.get_positions(acct) == positions
         assert again.market.quote("MSFT") == quote, "the world's seed is kept, so prices continue"
-        detail = (await again.get_order_detail(placed.conf_num, acct)).order
+        detail = (await again.orders.get_order_detail(placed.conf_num, acct)).order
         assert detail is not None and detail.status_detail.status is OrderStatus.OPEN
-        second = await again.preview_equity_order(order)
+        second = await again.orders.preview_equity_order(order)
         assert second.conf_num != placed.conf_num
     finally:
         await again.close()
@@ -158,7 +160,7 @@ async def test_logout_ends_quote_connections_and_calls_need_a_new_login(tmp_path
     try:
         connection = await broker.quote_feed.connect()
         await connection.subscribe(["AAPL"])
-        await broker.logout()
+        await broker.session.logout()
         messages = [m async for m in connection.messages()]
         assert len(messages) <= 1
         with pytest.raises(e.AuthRequired):
@@ -171,13 +173,13 @@ async def test_reset_world_starts_a_fresh_world(tmp_path: Path) -> None:
     db = paper_db_path(tmp_path)
     broker = await started(db, ManualClock())
     acct = await first_margin_account(broker)
-    await broker.put_preferences({"theme": "dark"})
+    await broker.user_data.put_preferences({"theme": "dark"})
     await broker.close()
     assert {p.name for p in reset_world(db)} >= {"paper.sqlite3"}
     assert not db.exists()
     fresh = await started(db, ManualClock())
     try:
-        assert "theme" not in await fresh.get_preferences()
-        assert acct in {a.acct_num for a in await fresh.get_accounts()}  # same seed, same account numbers
+        assert "theme" not in await fresh.user_data.get_preferences()
+        assert acct in {a.acct_num for a in await fresh.accounts.get_accounts()}  # same seed, same account numbers
     finally:
         await fresh.close()

@@ -160,7 +160,7 @@ async def test_a_key_fixed_by_the_environment_cannot_be_regenerated(make_desktop
 async def test_the_journal_lists_the_newest_order_actions(make_desktop) -> None:
     desktop = await make_desktop()
     await log_in(desktop)
-    accounts = await desktop.runtime.broker.get_accounts()
+    accounts = await desktop.runtime.broker.accounts.get_accounts()
     order = {"acctNum": accounts[0].acct_num, "symbol": "KO", "orderActionCode": "B", "qty": 2, "priceTypeCode": "M"}
     status, _body = await desktop.call("POST", "/api/v1/orders/equity/preview", json=order)
     assert status == 200

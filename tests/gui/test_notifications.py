@@ -70,7 +70,7 @@ async def test_an_order_fill_is_announced_from_the_account_event_stream(make_des
     desktop = await make_desktop()
     await log_in(desktop)
     desktop.bridge.set_live_trading(True)
-    accounts = await desktop.runtime.broker.get_accounts()
+    accounts = await desktop.runtime.broker.accounts.get_accounts()
     acct = next(a.acct_num for a in accounts if a.acct_type is AccountType.INDIVIDUAL)
     order = {"acctNum": acct, "symbol": "KO", "orderActionCode": "B", "qty": 3, "priceTypeCode": "M", "tifCode": "D"}
     status, preview = await desktop.call("POST", "/api/v1/orders/equity/preview", json=order)

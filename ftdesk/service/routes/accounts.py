@@ -28,7 +28,7 @@ from ftdesk.domain.accounts import (
     ShortInsightSeries,
     Transaction,
 )
-from ftdesk.service.routes.common import DateRangeQuery, IsoDate, SymbolsQuery, in_session, path_symbol
+from ftdesk.service.routes.common import DateRangeQuery, IsoDate, SymbolsQuery, in_accounts, path_symbol
 from ftdesk.service.routing import Call, RouteTable
 
 routes = RouteTable(tag="accounts")
@@ -63,14 +63,14 @@ async def list_accounts(call: Call[None, None]) -> list[Account]:
     Each has `acct_num` (use it in the other `/accounts/{acct}` paths), type, nickname, margin and
     option level.
     """
-    return await in_session(call, lambda b: b.get_accounts())
+    return await in_accounts(call, lambda accounts: accounts.get_accounts())
 
 
 @routes.get("/accounts/{acct}", summary="One account", response=Account, needs_session=True, errors=_ACCOUNT_ERRORS)
 async def get_account(call: Call[None, None]) -> Account:
     """Return one account by number."""
     acct = _acct(call)
-    return await in_session(call, lambda b: b.get_account(acct))
+    return await in_accounts(call, lambda accounts: accounts.get_account(acct))
 
 
 @routes.get(
@@ -86,7 +86,7 @@ async def get_positions(call: Call[None, None]) -> list[Position]:
     Market values sum to the balance's `long_market_value` minus `short_market_value`.
     """
     acct = _acct(call)
-    return await in_session(call, lambda b: b.get_positions(acct))
+    return await in_accounts(call, lambda accounts: accounts.get_positions(acct))
 
 
 @routes.get(
@@ -95,7 +95,7 @@ async def get_positions(call: Call[None, None]) -> list[Position]:
 async def get_balances(call: Call[None, None]) -> Balance:
     """Return cash, market values and buying power of the account (margin fields are null on cash accounts)."""
     acct = _acct(call)
-    return await in_session(call, lambda b: b.get_balances(acct))
+    return await in_accounts(call, lambda accounts: accounts.get_balances(acct))
 
 
 @routes.get(
@@ -113,7 +113,7 @@ async def get_transactions(call: Call[None, DateRangeQuery]) -> list[Transaction
     `VALIDATION_ERROR`.
     """
     acct, q = _acct(call), call.query
-    return await in_session(call, lambda b: b.get_transactions(acct, q.start_date, q.end_date))
+    return await in_accounts(call, lambda accounts: accounts.get_transactions(acct, q.start_date, q.end_date))
 
 
 @routes.get(
@@ -126,7 +126,7 @@ async def get_transactions(call: Call[None, DateRangeQuery]) -> list[Transaction
 async def get_options_summary(call: Call[None, None]) -> OptionsSummary:
     """Return the account's option positions grouped by underlying, with the strategy each group forms."""
     acct = _acct(call)
-    return await in_session(call, lambda b: b.get_options_summary(acct))
+    return await in_accounts(call, lambda accounts: accounts.get_options_summary(acct))
 
 
 @routes.get(
@@ -140,7 +140,7 @@ async def get_options_summary(call: Call[None, None]) -> OptionsSummary:
 async def get_closed_positions(call: Call[None, DateRangeQuery]) -> list[ClosedPosition]:
     """Return realised gain and loss per symbol for lots closed between `start_date` and `end_date` (inclusive)."""
     acct, q = _acct(call), call.query
-    return await in_session(call, lambda b: b.get_closed_positions(acct, q.start_date, q.end_date))
+    return await in_accounts(call, lambda accounts: accounts.get_closed_positions(acct, q.start_date, q.end_date))
 
 
 @routes.get(
@@ -153,7 +153,7 @@ async def get_closed_positions(call: Call[None, DateRangeQuery]) -> list[ClosedP
 async def get_loaned_securities(call: Call[None, None]) -> list[LoanedSecurity]:
     """List shares out on loan through fully-paid lending, with rate and month-to-date income."""
     acct = _acct(call)
-    return await in_session(call, lambda b: b.get_loaned_securities(acct))
+    return await in_accounts(call, lambda accounts: accounts.get_loaned_securities(acct))
 
 
 @routes.get(
@@ -166,7 +166,7 @@ async def get_loaned_securities(call: Call[None, None]) -> list[LoanedSecurity]:
 async def get_tax_lots(call: Call[None, None]) -> list[LotDetail]:
     """List the lots a sale of this symbol could draw from, oldest first (empty when nothing is held)."""
     acct, symbol = _acct(call), path_symbol(call)
-    return await in_session(call, lambda b: b.get_tax_lots(acct, symbol))
+    return await in_accounts(call, lambda accounts: accounts.get_tax_lots(acct, symbol))
 
 
 @routes.get(
@@ -179,7 +179,7 @@ async def get_tax_lots(call: Call[None, None]) -> list[LotDetail]:
 async def get_account_features(call: Call[None, None]) -> list[AccountFeature]:
     """Return what the account may trade: option level, margin, short selling, options, crypto, penny stocks."""
     acct = _acct(call)
-    return await in_session(call, lambda b: b.get_account_features(acct))
+    return await in_accounts(call, lambda accounts: accounts.get_account_features(acct))
 
 
 @routes.get(
@@ -197,7 +197,7 @@ async def get_hard_to_borrow(call: Call[None, SymbolsQuery]) -> list[HardToBorro
     short sale. An unknown symbol is `NOT_FOUND`.
     """
     acct, symbols = _acct(call), call.query.symbols
-    return await in_session(call, lambda b: b.get_hard_to_borrow(acct, symbols))
+    return await in_accounts(call, lambda accounts: accounts.get_hard_to_borrow(acct, symbols))
 
 
 @routes.get(
@@ -213,7 +213,7 @@ async def get_open_lots(call: Call[None, None]) -> list[LotDetail]:
     `term` is `LONG` for lots held over a year. Empty when the account holds none of the symbol.
     """
     acct, symbol = _acct(call), path_symbol(call)
-    return await in_session(call, lambda b: b.get_open_lots(acct, symbol))
+    return await in_accounts(call, lambda accounts: accounts.get_open_lots(acct, symbol))
 
 
 @routes.get(
@@ -227,7 +227,7 @@ async def get_open_lots(call: Call[None, None]) -> list[LotDetail]:
 async def get_short_insights(call: Call[None, SymbolsQuery]) -> list[ShortInsightDetail]:
     """Return the latest published short-interest figures for each of `symbols` (1 to 50), in order."""
     acct, symbols = _acct(call), call.query.symbols
-    return await in_session(call, lambda b: b.get_short_insights(acct, symbols))
+    return await in_accounts(call, lambda accounts: accounts.get_short_insights(acct, symbols))
 
 
 @routes.get(
@@ -245,8 +245,8 @@ async def get_short_insight_series(call: Call[None, TimeseriesQuery]) -> ShortIn
     whose details list the allowed names.
     """
     acct, symbol, q = _acct(call), path_symbol(call, "sym"), call.query
-    return await in_session(
-        call, lambda b: b.get_short_insight_series(acct, symbol, q.metric, q.start_date, q.end_date)
+    return await in_accounts(
+        call, lambda accounts: accounts.get_short_insight_series(acct, symbol, q.metric, q.start_date, q.end_date)
     )
 
 
@@ -260,7 +260,7 @@ async def get_short_insight_series(call: Call[None, TimeseriesQuery]) -> ShortIn
 async def get_accruals(call: Call[None, None]) -> list[AccrualDetail]:
     """List month-to-date margin interest and dividends declared on shares held (`accrual_type` says which)."""
     acct = _acct(call)
-    return await in_session(call, lambda b: b.get_accruals(acct))
+    return await in_accounts(call, lambda accounts: accounts.get_accruals(acct))
 
 
 @routes.get(
@@ -273,7 +273,7 @@ async def get_accruals(call: Call[None, None]) -> list[AccrualDetail]:
 async def get_cash_accruals(call: Call[None, None]) -> list[CashAccrualDetail]:
     """List this month's daily interest accruals on the cash sweep (core) balance, oldest first."""
     acct = _acct(call)
-    return await in_session(call, lambda b: b.get_cash_accruals(acct))
+    return await in_accounts(call, lambda accounts: accounts.get_cash_accruals(acct))
 
 
 @routes.get(
@@ -290,4 +290,4 @@ async def get_closed_lots(call: Call[None, DateRangeQuery]) -> list[ClosedLotDet
     Each has proceeds, cost basis, realised gain or loss, `term` and the wash-sale flag.
     """
     acct, symbol, q = _acct(call), path_symbol(call), call.query
-    return await in_session(call, lambda b: b.get_closed_lots(acct, symbol, q.start_date, q.end_date))
+    return await in_accounts(call, lambda accounts: accounts.get_closed_lots(acct, symbol, q.start_date, q.end_date))

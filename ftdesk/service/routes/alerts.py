@@ -12,7 +12,7 @@ from ftdesk.domain.user_data import (
     TriggerBasis,
     TriggerDirection,
 )
-from ftdesk.service.routes.common import Symbol, in_session
+from ftdesk.service.routes.common import Symbol, in_user_data
 from ftdesk.service.routing import BodyModel, Call, RouteTable
 
 routes = RouteTable(tag="alerts")
@@ -71,13 +71,13 @@ async def subscribe_alerts(call: Call[None, None]) -> AlertSubscription:
     Alerts are account events: read them from `delivery` (the `/api/v1/streaming/events` SSE stream).
     Idempotent. The answer never carries upstream tokens or credentials.
     """
-    return await in_session(call, lambda b: b.subscribe_alerts())
+    return await in_user_data(call, lambda user_data: user_data.subscribe_alerts())
 
 
 @routes.get("/alerts/price-triggers", summary="Price triggers", response=list[PriceTrigger], needs_session=True)
 async def list_price_triggers(call: Call[None, None]) -> list[PriceTrigger]:
     """List price alerts, active and fired, in the order they were created."""
-    return await in_session(call, lambda b: b.get_price_triggers())
+    return await in_user_data(call, lambda user_data: user_data.get_price_triggers())
 
 
 @routes.post(
@@ -95,7 +95,7 @@ async def create_price_trigger(call: Call[PriceTriggerBody, None]) -> PriceTrigg
     `VALIDATION_ERROR`.
     """
     draft = call.body.draft()
-    return await in_session(call, lambda b: b.create_price_trigger(draft))
+    return await in_user_data(call, lambda user_data: user_data.create_price_trigger(draft))
 
 
 @routes.delete(
@@ -108,5 +108,5 @@ async def create_price_trigger(call: Call[PriceTriggerBody, None]) -> PriceTrigg
 async def delete_price_trigger(call: Call[None, None]) -> TriggerDeleted:
     """Delete a price alert, active or fired; an unknown `trigger_id` is `NOT_FOUND`."""
     trigger_id = call.path["trigger_id"]
-    await in_session(call, lambda b: b.delete_price_trigger(trigger_id))
+    await in_user_data(call, lambda user_data: user_data.delete_price_trigger(trigger_id))
     return TriggerDeleted(deleted=True, trigger_id=trigger_id)

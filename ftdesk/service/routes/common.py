@@ -1,4 +1,4 @@
-"""What every route module shares: the service context, broker calls in the session, and the request vocabulary.
+"""What every route module shares: the service context, group calls in the session, and the request vocabulary.
 
 Symbols, ISO dates and date ranges are validated the same way by every endpoint group.
 """
@@ -21,7 +21,7 @@ from pydantic import (
     field_validator,
 )
 
-from ftdesk.brokers.base import Broker
+from ftdesk.brokers.capabilities import AccountsApi, MarketDataApi, OrdersApi, ResearchApi, UserDataApi
 from ftdesk.domain import errors as e
 from ftdesk.service.context import CONTEXT, ServiceContext
 from ftdesk.service.routing import Call, QueryModel
@@ -34,11 +34,35 @@ def context(call: Call[Any, Any]) -> ServiceContext:
     return call.app[CONTEXT]
 
 
-async def in_session(
-    call: Call[Any, Any], operation: Callable[[Broker], Awaitable[T]], *, retry_on_expiry: bool = True
+# Each helper runs one capability group's call inside the brokerage session (AUTH_REQUIRED, SESSION_EXPIRED,
+# re-auth), so a route module sees only the group it uses, never the whole broker.
+
+
+async def in_accounts(call: Call[Any, Any], operation: Callable[[AccountsApi], Awaitable[T]]) -> T:
+    """Run an accounts call inside the brokerage session."""
+    return await context(call).session.run(lambda broker: operation(broker.accounts))
+
+
+async def in_orders(
+    call: Call[Any, Any], operation: Callable[[OrdersApi], Awaitable[T]], *, retry_on_expiry: bool = True
 ) -> T:
-    """Run a broker operation inside the brokerage session (AUTH_REQUIRED / SESSION_EXPIRED / re-auth)."""
-    return await context(call).session.run(operation, retry_on_expiry=retry_on_expiry)
+    """Run an orders call inside the brokerage session (a place passes ``retry_on_expiry=False``)."""
+    return await context(call).session.run(lambda broker: operation(broker.orders), retry_on_expiry=retry_on_expiry)
+
+
+async def in_market_data(call: Call[Any, Any], operation: Callable[[MarketDataApi], Awaitable[T]]) -> T:
+    """Run a market-data call inside the brokerage session."""
+    return await context(call).session.run(lambda broker: operation(broker.market_data))
+
+
+async def in_research(call: Call[Any, Any], operation: Callable[[ResearchApi], Awaitable[T]]) -> T:
+    """Run a research call inside the brokerage session."""
+    return await context(call).session.run(lambda broker: operation(broker.research))
+
+
+async def in_user_data(call: Call[Any, Any], operation: Callable[[UserDataApi], Awaitable[T]]) -> T:
+    """Run a user-data call (watchlists, alerts, preferences) inside the brokerage session."""
+    return await context(call).session.run(lambda broker: operation(broker.user_data))
 
 
 # --- request vocabulary ------------------------------------------------------------------

@@ -13,7 +13,7 @@ from pydantic import (
 
 from ftdesk.domain import errors as e
 from ftdesk.domain.market import AvailableMarkets, BarWidth, ChartResult, Montage, OptionChain, TimeAndSales
-from ftdesk.service.routes.common import DateRangeQuery, IsoDate, in_session, path_symbol, upper_symbol
+from ftdesk.service.routes.common import DateRangeQuery, IsoDate, in_market_data, path_symbol, upper_symbol
 from ftdesk.service.routing import Call, QueryBool, QueryModel, RouteTable
 
 routes = RouteTable(tag="market-data")
@@ -75,7 +75,7 @@ async def get_option_chain(call: Call[None, None]) -> OptionChain:
     without listed options is `NOT_FOUND`.
     """
     symbol = path_symbol(call)
-    return await in_session(call, lambda b: b.get_option_chain(symbol))
+    return await in_market_data(call, lambda market: market.get_option_chain(symbol))
 
 
 @routes.get(
@@ -91,7 +91,7 @@ async def get_montage(call: Call[None, None]) -> Montage:
     The first row's bid and the lowest ask are the national best bid and offer.
     """
     symbol = path_symbol(call)
-    return await in_session(call, lambda b: b.get_montage(symbol))
+    return await in_market_data(call, lambda market: market.get_montage(symbol))
 
 
 @routes.get(
@@ -111,8 +111,8 @@ async def get_chart(call: Call[None, ChartQuery]) -> ChartResult:
     """
     symbol = path_symbol(call)
     q = call.query
-    return await in_session(
-        call, lambda b: b.get_chart(symbol, q.start_date, q.end_date, q.bar_width, q.extended_hours)
+    return await in_market_data(
+        call, lambda market: market.get_chart(symbol, q.start_date, q.end_date, q.bar_width, q.extended_hours)
     )
 
 
@@ -132,8 +132,8 @@ async def get_time_and_sales(call: Call[None, TimeAndSalesQuery]) -> TimeAndSale
     """
     symbol = path_symbol(call)
     q = call.query
-    return await in_session(
-        call, lambda b: b.get_time_and_sales(symbol, q.max_rows, q.low_price, q.high_price, q.low_size)
+    return await in_market_data(
+        call, lambda market: market.get_time_and_sales(symbol, q.max_rows, q.low_price, q.high_price, q.low_size)
     )
 
 
@@ -147,4 +147,4 @@ async def get_time_and_sales(call: Call[None, TimeAndSalesQuery]) -> TimeAndSale
 async def get_available_markets(call: Call[None, None]) -> AvailableMarkets:
     """Return the trading destinations an order for this symbol can be routed to; `default` marks AUTO routing."""
     symbol = path_symbol(call)
-    return await in_session(call, lambda b: b.get_available_markets(symbol))
+    return await in_market_data(call, lambda market: market.get_available_markets(symbol))

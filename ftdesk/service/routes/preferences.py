@@ -6,7 +6,7 @@ from typing import Annotated
 
 from pydantic import Field, StringConstraints
 
-from ftdesk.service.routes.common import in_session
+from ftdesk.service.routes.common import in_user_data
 from ftdesk.service.routing import BodyModel, Call, QueryModel, RouteTable
 
 routes = RouteTable(tag="preferences")
@@ -44,7 +44,7 @@ class PreferencesDeleteQuery(QueryModel):
 @routes.get("/preferences", summary="Preferences", response=dict[str, str], needs_session=True)
 async def get_preferences(call: Call[None, None]) -> dict[str, str]:
     """Return the whole preference store as one JSON object, keys in order."""
-    return await in_session(call, lambda b: b.get_preferences())
+    return await in_user_data(call, lambda user_data: user_data.get_preferences())
 
 
 @routes.put(
@@ -53,7 +53,7 @@ async def get_preferences(call: Call[None, None]) -> dict[str, str]:
 async def put_preferences(call: Call[PreferencesBody, None]) -> dict[str, str]:
     """Add or overwrite the keys in `values` (others are kept) and return the whole store."""
     values = dict(call.body.values)
-    return await in_session(call, lambda b: b.put_preferences(values))
+    return await in_user_data(call, lambda user_data: user_data.put_preferences(values))
 
 
 @routes.delete(
@@ -66,4 +66,4 @@ async def put_preferences(call: Call[PreferencesBody, None]) -> dict[str, str]:
 async def delete_preferences(call: Call[None, PreferencesDeleteQuery]) -> dict[str, str]:
     """Delete the preferences named in `keys`, or all of them when `keys` is omitted; return what remains."""
     keys = call.query.keys
-    return await in_session(call, lambda b: b.delete_preferences(keys))
+    return await in_user_data(call, lambda user_data: user_data.delete_preferences(keys))

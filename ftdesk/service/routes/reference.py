@@ -5,7 +5,7 @@ from __future__ import annotations
 from pydantic import Field
 
 from ftdesk.domain.user_data import Holiday
-from ftdesk.service.routes.common import in_session
+from ftdesk.service.routes.common import in_market_data
 from ftdesk.service.routing import Call, QueryModel, RouteTable
 
 routes = RouteTable(tag="reference")
@@ -33,4 +33,4 @@ async def get_holiday_calendar(call: Call[None, HolidayQuery]) -> list[Holiday]:
     """List the US market holidays (`CLOSED`) and early closes (`EARLY_CLOSE`, with `close_time`) of a year, in date
     order."""
     year = call.query.year
-    return await in_session(call, lambda b: b.get_holiday_calendar(year))
+    return await in_market_data(call, lambda market: market.get_holiday_calendar(year))

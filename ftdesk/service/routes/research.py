@@ -22,7 +22,7 @@ from ftdesk.domain.research import (
     ScanDefinition,
     ScreenerResult,
 )
-from ftdesk.service.routes.common import Symbol, SymbolsQuery, in_session, upper_symbol
+from ftdesk.service.routes.common import Symbol, SymbolsQuery, in_research, upper_symbol
 from ftdesk.service.routing import BodyModel, Call, QueryModel, RouteTable
 
 routes = RouteTable(tag="research")
@@ -215,7 +215,7 @@ async def get_earnings(call: Call[None, SymbolsQuery]) -> list[EarningsEvent]:
     Funds report no earnings and contribute nothing; an unknown symbol is `NOT_FOUND`.
     """
     symbols = call.query.symbols
-    return await in_session(call, lambda b: b.get_earnings(symbols))
+    return await in_research(call, lambda research: research.get_earnings(symbols))
 
 
 @routes.get(
@@ -229,7 +229,7 @@ async def get_earnings(call: Call[None, SymbolsQuery]) -> list[EarningsEvent]:
 async def get_dividends(call: Call[None, SymbolsQuery]) -> list[DividendEvent]:
     """List past and declared dividends of each of `symbols` (1 to 50): ex, record and pay dates, amount per share."""
     symbols = call.query.symbols
-    return await in_session(call, lambda b: b.get_dividends(symbols))
+    return await in_research(call, lambda research: research.get_dividends(symbols))
 
 
 @routes.get(
@@ -242,7 +242,7 @@ async def get_dividends(call: Call[None, SymbolsQuery]) -> list[DividendEvent]:
 async def search_symbols(call: Call[None, SearchQuery]) -> AutosuggestResult:
     """Return symbols matching `q` as a symbol or name prefix, best match first (an exact symbol ranks first)."""
     text = call.query.q
-    return await in_session(call, lambda b: b.search_symbols(text))
+    return await in_research(call, lambda research: research.search_symbols(text))
 
 
 @routes.post(
@@ -260,7 +260,7 @@ async def analyze_position(call: Call[AnalyticsBody, None]) -> AnalyticsResult:
     Every option leg must be on `symbol`; an unlisted series is `NOT_FOUND`.
     """
     request = call.body.request()
-    return await in_session(call, lambda b: b.analyze_position(request))
+    return await in_research(call, lambda research: research.analyze_position(request))
 
 
 @routes.post(
@@ -277,13 +277,13 @@ async def run_screener(call: Call[ScanBody, None]) -> ScreenerResult:
     the IV/HV ratio.
     """
     scan = call.body.scan()
-    return await in_session(call, lambda b: b.run_screener(scan))
+    return await in_research(call, lambda research: research.run_screener(scan))
 
 
 @routes.get("/research/notebooks", summary="Research notes", response=list[NoteDetail], needs_session=True)
 async def list_notes(call: Call[None, None]) -> list[NoteDetail]:
     """List research notes, the most recently updated first."""
-    return await in_session(call, lambda b: b.get_notes())
+    return await in_research(call, lambda research: research.get_notes())
 
 
 @routes.post(
@@ -297,7 +297,7 @@ async def list_notes(call: Call[None, None]) -> list[NoteDetail]:
 async def create_note(call: Call[NoteCreateBody, None]) -> NoteDetail:
     """Create a note, optionally filed under a symbol and titled; return it with its new `note_id` (201)."""
     draft = call.body.draft()
-    return await in_session(call, lambda b: b.create_note(draft))
+    return await in_research(call, lambda research: research.create_note(draft))
 
 
 @routes.put(
@@ -315,7 +315,7 @@ async def update_note(call: Call[NoteUpdateBody, None]) -> NoteDetail:
     `CONFLICT`. An unknown `note_id` is `NOT_FOUND`.
     """
     note_id, update = call.path["note_id"], call.body.update()
-    return await in_session(call, lambda b: b.update_note(note_id, update))
+    return await in_research(call, lambda research: research.update_note(note_id, update))
 
 
 @routes.delete(
@@ -329,5 +329,5 @@ async def update_note(call: Call[NoteUpdateBody, None]) -> NoteDetail:
 async def delete_note(call: Call[None, NoteDeleteQuery]) -> NoteDeleted:
     """Delete a note; `symbol` must be the one it is filed under (`CONFLICT` otherwise, nothing deleted)."""
     note_id, symbol = call.path["note_id"], call.query.symbol
-    await in_session(call, lambda b: b.delete_note(note_id, symbol))
+    await in_research(call, lambda research: research.delete_note(note_id, symbol))
     return NoteDeleted(deleted=True, note_id=note_id)

@@ -6,7 +6,7 @@ from pydantic import Field
 
 from ftdesk.domain import errors as e
 from ftdesk.domain.user_data import Watchlist, WatchlistDraft
-from ftdesk.service.routes.common import Symbol, in_session
+from ftdesk.service.routes.common import Symbol, in_user_data
 from ftdesk.service.routing import BodyModel, Call, RouteTable
 
 routes = RouteTable(tag="watchlists")
@@ -35,7 +35,7 @@ class WatchlistBody(BodyModel):
 @routes.get("/watchlists", summary="Watchlists", response=list[Watchlist], needs_session=True)
 async def list_watchlists(call: Call[None, None]) -> list[Watchlist]:
     """List your watchlists in the order they were created, each with its symbols in display order."""
-    return await in_session(call, lambda b: b.get_watchlists())
+    return await in_user_data(call, lambda user_data: user_data.get_watchlists())
 
 
 @routes.post(
@@ -53,4 +53,4 @@ async def save_watchlist(call: Call[WatchlistBody, None]) -> Watchlist:
     watchlist already has is a `CONFLICT`, and an unknown `watchlist_id` is `NOT_FOUND`.
     """
     draft = call.body.draft()
-    return await in_session(call, lambda b: b.save_watchlist(draft))
+    return await in_user_data(call, lambda user_data: user_data.save_watchlist(draft))

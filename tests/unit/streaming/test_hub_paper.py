@@ -101,14 +101,14 @@ async def test_the_hub_follows_a_paper_broker_session(make_rig: MakeRig, tmp_pat
         await rig.advance(5)
         assert rig.state() is HubState.WAITING_FOR_SESSION
 
-        await broker.login(Credentials(username="trader", password=SecretStr("pw")))
+        await broker.session.login(Credentials(username="trader", password=SecretStr("pw")))
         await rig.login()
         first = await take(consumer)
         assert {q.symbol for q in first if isinstance(q, Quote)} == {"SPY", "AAPL"}
         spy = next(q for q in first if isinstance(q, Quote) and q.symbol == "SPY")
         assert spy.last == broker.market.quote("SPY").last
 
-        await broker.logout()  # the broker drops its connections itself, then the session listener fires
+        await broker.session.logout()  # the broker drops its connections itself, then the session listener fires
         await rig.logout()
         await rig.advance(10)
         assert rig.state() is HubState.WAITING_FOR_SESSION
