@@ -27,6 +27,7 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import MappingProxyType
 
 X_TCP_PORT = 6000
 X_UNIX_DIR = "/tmp/.X11-unix"
@@ -37,76 +38,86 @@ _RTLD_LOCAL = getattr(os, "RTLD_LOCAL", 0)
 # The package that provides each shared library Qt's xcb and wayland plugins (and the Qt libraries they pull
 # in) load from the system, per distribution family: Debian/Ubuntu (apt), Fedora/RHEL (dnf), Arch (pacman).
 # packaging/linux/install.sh carries the same table (a test keeps the two equal).
-PACKAGES: dict[str, tuple[str, str, str]] = {
-    "libxcb.so.1": ("libxcb1", "libxcb", "libxcb"),
-    "libxcb-cursor.so.0": ("libxcb-cursor0", "xcb-util-cursor", "xcb-util-cursor"),
-    "libxcb-icccm.so.4": ("libxcb-icccm4", "xcb-util-wm", "xcb-util-wm"),
-    "libxcb-keysyms.so.1": ("libxcb-keysyms1", "xcb-util-keysyms", "xcb-util-keysyms"),
-    "libxcb-image.so.0": ("libxcb-image0", "xcb-util-image", "xcb-util-image"),
-    "libxcb-util.so.1": ("libxcb-util1", "xcb-util", "xcb-util"),
-    "libxcb-render-util.so.0": ("libxcb-render-util0", "xcb-util-renderutil", "xcb-util-renderutil"),
-    "libxcb-randr.so.0": ("libxcb-randr0", "libxcb", "libxcb"),
-    "libxcb-render.so.0": ("libxcb-render0", "libxcb", "libxcb"),
-    "libxcb-shape.so.0": ("libxcb-shape0", "libxcb", "libxcb"),
-    "libxcb-shm.so.0": ("libxcb-shm0", "libxcb", "libxcb"),
-    "libxcb-sync.so.1": ("libxcb-sync1", "libxcb", "libxcb"),
-    "libxcb-xfixes.so.0": ("libxcb-xfixes0", "libxcb", "libxcb"),
-    "libxcb-xkb.so.1": ("libxcb-xkb1", "libxcb", "libxcb"),
-    "libxkbcommon.so.0": ("libxkbcommon0", "libxkbcommon", "libxkbcommon"),
-    "libxkbcommon-x11.so.0": ("libxkbcommon-x11-0", "libxkbcommon-x11", "libxkbcommon-x11"),
-    "libX11.so.6": ("libx11-6", "libX11", "libx11"),
-    "libX11-xcb.so.1": ("libx11-xcb1", "libX11-xcb", "libx11"),
-    "libGL.so.1": ("libgl1", "libglvnd-glx", "libglvnd"),
-    "libEGL.so.1": ("libegl1", "libglvnd-egl", "libglvnd"),
-    "libfontconfig.so.1": ("libfontconfig1", "fontconfig", "fontconfig"),
-    "libfreetype.so.6": ("libfreetype6", "freetype", "freetype2"),
-    "libglib-2.0.so.0": ("libglib2.0-0", "glib2", "glib2"),
-    "libgthread-2.0.so.0": ("libglib2.0-0", "glib2", "glib2"),
-    "libdbus-1.so.3": ("libdbus-1-3", "dbus-libs", "dbus"),
-    "libwayland-client.so.0": ("libwayland-client0", "libwayland-client", "wayland"),
-    "libwayland-cursor.so.0": ("libwayland-cursor0", "libwayland-cursor", "wayland"),
-}
+PACKAGES: Mapping[str, tuple[str, str, str]] = MappingProxyType(
+    {
+        "libxcb.so.1": ("libxcb1", "libxcb", "libxcb"),
+        "libxcb-cursor.so.0": ("libxcb-cursor0", "xcb-util-cursor", "xcb-util-cursor"),
+        "libxcb-icccm.so.4": ("libxcb-icccm4", "xcb-util-wm", "xcb-util-wm"),
+        "libxcb-keysyms.so.1": ("libxcb-keysyms1", "xcb-util-keysyms", "xcb-util-keysyms"),
+        "libxcb-image.so.0": ("libxcb-image0", "xcb-util-image", "xcb-util-image"),
+        "libxcb-util.so.1": ("libxcb-util1", "xcb-util", "xcb-util"),
+        "libxcb-render-util.so.0": ("libxcb-render-util0", "xcb-util-renderutil", "xcb-util-renderutil"),
+        "libxcb-randr.so.0": ("libxcb-randr0", "libxcb", "libxcb"),
+        "libxcb-render.so.0": ("libxcb-render0", "libxcb", "libxcb"),
+        "libxcb-shape.so.0": ("libxcb-shape0", "libxcb", "libxcb"),
+        "libxcb-shm.so.0": ("libxcb-shm0", "libxcb", "libxcb"),
+        "libxcb-sync.so.1": ("libxcb-sync1", "libxcb", "libxcb"),
+        "libxcb-xfixes.so.0": ("libxcb-xfixes0", "libxcb", "libxcb"),
+        "libxcb-xkb.so.1": ("libxcb-xkb1", "libxcb", "libxcb"),
+        "libxkbcommon.so.0": ("libxkbcommon0", "libxkbcommon", "libxkbcommon"),
+        "libxkbcommon-x11.so.0": ("libxkbcommon-x11-0", "libxkbcommon-x11", "libxkbcommon-x11"),
+        "libX11.so.6": ("libx11-6", "libX11", "libx11"),
+        "libX11-xcb.so.1": ("libx11-xcb1", "libX11-xcb", "libx11"),
+        "libGL.so.1": ("libgl1", "libglvnd-glx", "libglvnd"),
+        "libEGL.so.1": ("libegl1", "libglvnd-egl", "libglvnd"),
+        "libfontconfig.so.1": ("libfontconfig1", "fontconfig", "fontconfig"),
+        "libfreetype.so.6": ("libfreetype6", "freetype", "freetype2"),
+        "libglib-2.0.so.0": ("libglib2.0-0", "glib2", "glib2"),
+        "libgthread-2.0.so.0": ("libglib2.0-0", "glib2", "glib2"),
+        "libdbus-1.so.3": ("libdbus-1-3", "dbus-libs", "dbus"),
+        "libwayland-client.so.0": ("libwayland-client0", "libwayland-client", "wayland"),
+        "libwayland-cursor.so.0": ("libwayland-cursor0", "libwayland-cursor", "wayland"),
+    }
+)
 FAMILIES = ("debian", "fedora", "arch")
-_INSTALL_COMMANDS = {"debian": "sudo apt install", "fedora": "sudo dnf install", "arch": "sudo pacman -S"}
-_FAMILY_NAMES = {"debian": "Debian/Ubuntu", "fedora": "Fedora", "arch": "Arch"}
-_FAMILY_IDS = {
-    "debian": {"debian", "ubuntu", "linuxmint", "pop", "elementary", "raspbian", "kali", "neon"},
-    "fedora": {"fedora", "rhel", "centos", "rocky", "almalinux", "nobara"},
-    "arch": {"arch", "manjaro", "endeavouros", "cachyos", "garuda"},
-}
+_INSTALL_COMMANDS = MappingProxyType(
+    {"debian": "sudo apt install", "fedora": "sudo dnf install", "arch": "sudo pacman -S"}
+)
+_FAMILY_NAMES = MappingProxyType({"debian": "Debian/Ubuntu", "fedora": "Fedora", "arch": "Arch"})
+_FAMILY_IDS = MappingProxyType(
+    {
+        "debian": frozenset({"debian", "ubuntu", "linuxmint", "pop", "elementary", "raspbian", "kali", "neon"}),
+        "fedora": frozenset({"fedora", "rhel", "centos", "rocky", "almalinux", "nobara"}),
+        "arch": frozenset({"arch", "manjaro", "endeavouros", "cachyos", "garuda"}),
+    }
+)
 
 # The system libraries each plugin needs (its own and those of the Qt libraries it loads; glibc and
 # libstdc++ left out): when the plugin does not load, each is looked up so one message names them all.
-_SYSTEM_LIBRARIES = {
-    "xcb": [name for name in PACKAGES if not name.startswith("libwayland")],
-    "wayland": [
-        "libwayland-client.so.0",
-        "libwayland-cursor.so.0",
-        "libxkbcommon.so.0",
-        "libGL.so.1",
-        "libEGL.so.1",
-        "libX11.so.6",
-        "libfontconfig.so.1",
-        "libfreetype.so.6",
-        "libglib-2.0.so.0",
-        "libgthread-2.0.so.0",
-        "libdbus-1.so.3",
-    ],
-}
+_SYSTEM_LIBRARIES = MappingProxyType(
+    {
+        "xcb": tuple(name for name in PACKAGES if not name.startswith("libwayland")),
+        "wayland": (
+            "libwayland-client.so.0",
+            "libwayland-cursor.so.0",
+            "libxkbcommon.so.0",
+            "libGL.so.1",
+            "libEGL.so.1",
+            "libX11.so.6",
+            "libfontconfig.so.1",
+            "libfreetype.so.6",
+            "libglib-2.0.so.0",
+            "libgthread-2.0.so.0",
+            "libdbus-1.so.3",
+        ),
+    }
+)
 # The platform plugins Qt ships, by the file that holds each (Qt 6.x; wayland's older builds split it).
-_PLUGIN_FILES = {
-    "xcb": ("libqxcb.so",),
-    "wayland": ("libqwayland.so", "libqwayland-generic.so"),
-    "wayland-egl": ("libqwayland.so", "libqwayland-egl.so"),
-    "wayland-brcm": ("libqwayland.so", "libqwayland-brcm.so"),
-    "offscreen": ("libqoffscreen.so",),
-    "minimal": ("libqminimal.so",),
-    "minimalegl": ("libqminimalegl.so",),
-    "eglfs": ("libqeglfs.so",),
-    "linuxfb": ("libqlinuxfb.so",),
-    "vnc": ("libqvnc.so",),
-    "vkkhrdisplay": ("libqvkkhrdisplay.so",),
-}
+_PLUGIN_FILES = MappingProxyType(
+    {
+        "xcb": ("libqxcb.so",),
+        "wayland": ("libqwayland.so", "libqwayland-generic.so"),
+        "wayland-egl": ("libqwayland.so", "libqwayland-egl.so"),
+        "wayland-brcm": ("libqwayland.so", "libqwayland-brcm.so"),
+        "offscreen": ("libqoffscreen.so",),
+        "minimal": ("libqminimal.so",),
+        "minimalegl": ("libqminimalegl.so",),
+        "eglfs": ("libqeglfs.so",),
+        "linuxfb": ("libqlinuxfb.so",),
+        "vnc": ("libqvnc.so",),
+        "vkkhrdisplay": ("libqvkkhrdisplay.so",),
+    }
+)
 # What Qt bundles itself (PySide6's Qt/lib): missing one of these means a broken install, not a missing package.
 _BUNDLED = re.compile(r"^lib(Qt6|icu|pyside6|shiboken6)")
 # The dynamic loader's error: "<library or its path>: <why>", e.g. "libxcb-cursor.so.0: cannot open shared
@@ -396,7 +407,7 @@ class PlatformProbe:
         named = [first.group(1)] if first else []
         # The loader stops at the first missing library: look the others up too, so one install fixes all. A
         # library that does not load for want of another (libX11 without libxcb) names that other one.
-        for library in _SYSTEM_LIBRARIES.get(name.split("-")[0], []):
+        for library in _SYSTEM_LIBRARIES.get(name.split("-")[0], ()):
             failure = load_library(library)
             if failure is not None:
                 culprit = _LOADER_ERROR.match(failure)
