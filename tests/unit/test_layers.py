@@ -170,3 +170,56 @@ def test_paper_and_fidelity_do_not_import_each_other() -> None:
         )
 
     assert _violations(rule) == []
+
+
+ROUTE_BROKER_IMPORTS_ALLOWED = "ftdesk.brokers.capabilities"
+"""Route modules take broker capabilities from here; from ``ftdesk.brokers.base`` only the stream vocabulary."""
+
+
+def route_broker_offenders(source: str) -> list[str]:
+    """Return what a route module imports from ``ftdesk.brokers`` beyond the group protocols (sorted)."""
+    found: list[str] = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found.extend(alias.name for alias in node.names if alias.name.startswith("ftdesk.brokers"))
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            module = node.module
+            if module == ROUTE_BROKER_IMPORTS_ALLOWED:
+                continue
+            if module == "ftdesk" and any(alias.name == "brokers" for alias in node.names):
+                found.append("ftdesk.brokers")
+            elif module.startswith("ftdesk.brokers"):
+                found.extend(
+                    f"{module}.{alias.name}"
+                    for alias in node.names
+                    if module != "ftdesk.brokers.base" or alias.name in ("Broker", "*")
+                )
+    return sorted(found)
+
+
+def test_routes_depend_on_broker_capability_groups_never_on_a_whole_or_concrete_broker() -> None:
+    offenders = [
+        f"{name} imports {imported}"
+        for name, path in modules()
+        if name.startswith("ftdesk.service.routes")
+        for imported in route_broker_offenders(path.read_text(encoding="utf-8"))
+    ]
+    assert offenders == []
+
+
+def test_the_route_scan_flags_a_whole_or_concrete_broker() -> None:
+    sample = (
+        "from ftdesk.brokers.capabilities import AccountsApi, OrdersApi\n"
+        "from ftdesk.brokers.base import Broker, book_key\n"
+        "from ftdesk.brokers.paper.broker import PaperBroker\n"
+        "import ftdesk.brokers.fidelity.broker\n"
+        "from ftdesk import brokers\n"
+        "from ftdesk.domain.accounts import Account\n"
+    )
+    assert route_broker_offenders(sample) == [
+        "ftdesk.brokers",
+        "ftdesk.brokers.base.Broker",
+        "ftdesk.brokers.fidelity.broker",
+        "ftdesk.brokers.paper.broker.PaperBroker",
+    ]
+    assert route_broker_offenders("from ftdesk.brokers.capabilities import ResearchApi\n") == []
