@@ -12,7 +12,9 @@ no system time-zone database and ``tzdata`` is not a dependency.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import UTC, date, datetime, timedelta, tzinfo
+from types import MappingProxyType
 
 from ftdesk.domain.user_data import Holiday
 
@@ -20,12 +22,14 @@ EARLY_CLOSE_TIME = "13:00"
 CLOSED = "CLOSED"
 EARLY_CLOSE = "EARLY_CLOSE"
 
-_UNSCHEDULED_CLOSURES: dict[date, str] = {
-    date(2012, 10, 29): "Hurricane Sandy",
-    date(2012, 10, 30): "Hurricane Sandy",
-    date(2018, 12, 5): "National Day of Mourning for President George H. W. Bush",
-    date(2025, 1, 9): "National Day of Mourning for President Jimmy Carter",
-}
+_UNSCHEDULED_CLOSURES: Mapping[date, str] = MappingProxyType(
+    {
+        date(2012, 10, 29): "Hurricane Sandy",
+        date(2012, 10, 30): "Hurricane Sandy",
+        date(2018, 12, 5): "National Day of Mourning for President George H. W. Bush",
+        date(2025, 1, 9): "National Day of Mourning for President Jimmy Carter",
+    }
+)
 
 _MON, _TUE, _WED, _THU, _FRI, _SAT, _SUN = range(7)
 

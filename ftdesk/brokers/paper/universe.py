@@ -11,13 +11,14 @@ import json
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from importlib import resources
+from types import MappingProxyType
 from typing import Any
 
 from ftdesk.domain.accounts import SecurityType
 from ftdesk.domain.errors import NotFound
 
 _EXCHANGES = frozenset({"NASDAQ", "NYSE", "NYSE ARCA", "CBOE"})
-_FREQUENCY_NAMES = {1: "ANNUAL", 2: "SEMIANNUAL", 4: "QUARTERLY", 12: "MONTHLY"}
+_FREQUENCY_NAMES = MappingProxyType({1: "ANNUAL", 2: "SEMIANNUAL", 4: "QUARTERLY", 12: "MONTHLY"})
 
 
 @dataclass(frozen=True)
