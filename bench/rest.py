@@ -47,9 +47,8 @@ async def measure(total: int, concurrency: int) -> list[dict[str, float | str]]:
             }
         )
         runtime = ServiceRuntime(settings, redactor=SecretRedactor())
-        await runtime.start()
-        assert runtime.session is not None
-        await runtime.session.login(Credentials(username="bench", password=SecretStr("bench")))
+        context = await runtime.start()
+        await context.session.login(Credentials(username="bench", password=SecretStr("bench")))
         acct = (await runtime.broker.accounts.get_accounts())[0].acct_num
         positions_json = json.dumps(
             {
