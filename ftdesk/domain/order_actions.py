@@ -173,14 +173,6 @@ def row_for(kind: ActionKind, public: str, intent: PositionIntent | None = None)
     raise KeyError(f"no {kind.value} action {public!r} with intent {intent}")
 
 
-def side_of(kind: ActionKind, public: str) -> Side:
-    """Return whether a public action buys or sells."""
-    for row in ACTION_TABLE:
-        if row.kind is kind and row.public == public:
-            return row.side
-    raise KeyError(f"no {kind.value} action {public!r}")
-
-
 def leg_intent(action: LegAction) -> PositionIntent:
     """Return the intent a multi-leg leg action states."""
     return _OPEN if action in (LegAction.BUY_TO_OPEN, LegAction.SELL_TO_OPEN) else _CLOSE
