@@ -40,6 +40,7 @@ from ftdesk.brokers.paper.store import PaperStore
 from ftdesk.brokers.paper.universe import Universe
 from ftdesk.brokers.paper.userdata import USERDATA_SCHEMA, UserData
 from ftdesk.domain.clock import Clock
+from ftdesk.domain.errors import InternalError
 from ftdesk.domain.market import Quote
 
 log = logging.getLogger(__name__)
@@ -96,7 +97,7 @@ class PaperBroker:
     def market(self) -> MarketSimulator:
         """Return the simulated market (after ``start()``)."""
         if self._market is None:
-            raise RuntimeError("PaperBroker.start() has not run")
+            raise InternalError("PaperBroker.start() has not run")
         return self._market
 
     async def start(self) -> None:

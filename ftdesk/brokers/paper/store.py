@@ -14,6 +14,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from ftdesk.domain.errors import InternalError
+
 _META_SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (
     key   TEXT PRIMARY KEY,
@@ -60,7 +62,7 @@ class PaperStore:
     def conn(self) -> sqlite3.Connection:
         """Return the open connection."""
         if self._conn is None:
-            raise RuntimeError("PaperStore is not open")
+            raise InternalError("PaperStore is not open")
         return self._conn
 
     @contextmanager
