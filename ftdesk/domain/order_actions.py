@@ -7,8 +7,8 @@ things in different kinds (``BC`` is buy to cover for an equity, buy call for a 
 for a multi-leg leg) and upstream ``SS`` is "sell specific shares", not a short sale, so a code is only ever
 looked up together with its kind.
 
-Each row carries the provenance of its upstream code in the Fidelity reference: ``CAP`` captured traffic,
-``DEC`` the decompiled app's enum, ``INF`` an inference. Where the reference is unsure (``BC``/``SC`` on a
+Each row carries the provenance of its upstream code: ``CAP`` captured traffic,
+``DEC`` the decompiled app's enum, ``INF`` an inference. Where the evidence disagrees (``BC``/``SC`` on a
 single-leg option: "Buy Call" in captures, "Buy to Close" in the decompiled enum) the adapter checks what the
 broker echoes before a preview can be placed; rows marked ``read_only`` are upstream codes the API reports
 but does not send. The API guide and the OpenAPI field descriptions are rendered from these rows.
@@ -65,7 +65,7 @@ SELL_SPECIFIC_SHARES = "sell_specific_shares"
 BUY, SELL = "buy", "sell"
 
 ACTION_TABLE: tuple[ActionRow, ...] = (
-    # --- equity (reference 4.12: B and S captured; the rest from the decompiled enum) -----------------------
+    # --- equity (B and S captured; the rest from the decompiled enum) ---------------------------------------
     ActionRow(_E, "B", None, "buy", _B, "B", "Buy", "CAP"),
     ActionRow(_E, "S", None, "sell", _S, "S", "Sell", "CAP"),
     ActionRow(_E, "SS", None, "sell short", _S, "SH", "Sell Short", "DEC", qualifier="short"),
@@ -84,7 +84,7 @@ ACTION_TABLE: tuple[ActionRow, ...] = (
         read_only=True,
         note="upstream SS is not a short sale",
     ),
-    # --- single-leg option (4.13): without an intent the captured codes; with one the decompiled open/close codes
+    # --- single-leg option: without an intent the captured codes; with one the decompiled open/close codes
     ActionRow(
         _O, "BC", None, "buy call", _B, "BC", "Buy Call", "CAP", note="the decompiled enum reads BC as Buy to Close"
     ),
@@ -109,7 +109,7 @@ ACTION_TABLE: tuple[ActionRow, ...] = (
     ActionRow(
         _O, "SP", _CLOSE, "sell put to close", _S, "SC", "Sell to Close", "DEC", note="captures read SC as Sell Call"
     ),
-    # --- multi-leg legs (4.14: BO/SO captured in requests; answers echoed them as BC/SC) ----------------------
+    # --- multi-leg legs (BO/SO captured in requests; answers echoed them as BC/SC) ----------------------------
     ActionRow(_L, "BO", _OPEN, "buy to open", _B, "BO", "Buy to Open", "CAP"),
     ActionRow(_L, "SO", _OPEN, "sell to open", _S, "SO", "Sell to Open", "CAP"),
     ActionRow(_L, "BC", _CLOSE, "buy to close", _B, "BC", "Buy to Close", "DEC", note="answers use BC for any buy leg"),

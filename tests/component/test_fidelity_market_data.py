@@ -1,4 +1,4 @@
-"""Fidelity market-data REST (4.20-4.24) through the real client against the fake upstream on a socket."""
+"""Fidelity market-data REST through the real client against the fake upstream on a socket."""
 
 from __future__ import annotations
 
@@ -140,7 +140,7 @@ async def test_available_markets_are_asked_for_a_tradable_account(broker: Fideli
         ("QV", "EXCHANGE", False),
     ]
     _, headers, body = last_request(fake, "/ftgw/dp/reference/security/stock/availablemarket/v1")
-    # Style D (2.3): a flat object, no request/parameter wrapper.
+    # Style D: a flat object, no request/parameter wrapper.
     tradable = {a.acct_num for a in await broker.accounts.get_accounts() if a.tradable}
     assert isinstance(body, dict) and len(body["accounts"]) == 1 and body["accounts"][0] in tradable
     assert body == {"symbol": "AAPL", "accounts": body["accounts"], "requestType": "", "isCheckShares": False}

@@ -1,6 +1,6 @@
 """Through the public API against the fake Fidelity: an order the broker understood otherwise never becomes placeable.
 
-Section 4.13 of the reference cannot say whether single-leg ``BC`` is "Buy Call" (captures) or "Buy to Close"
+The evidence cannot say whether single-leg ``BC`` is "Buy Call" (captures) or "Buy to Close"
 (the decompiled enum). In the decompiled world a buy call without a position intent comes back as "Buy To
 Close"; in the captured world a put bought to close (sent as ``BC``) comes back as "Buy Call".
 """

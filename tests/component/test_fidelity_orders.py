@@ -1,4 +1,4 @@
-"""Fidelity orders through the real HTTP client against the fake upstream on a loopback socket (4.10-4.19)."""
+"""Fidelity orders through the real HTTP client against the fake upstream on a loopback socket."""
 
 from __future__ import annotations
 
@@ -49,7 +49,7 @@ MULTILEG_PLACE = "/ftgw/dp/orderentry/multilegoption/place/v1"
 
 @pytest.fixture
 async def fake() -> AsyncIterator[FakeFidelity]:
-    """The fake upstream with MDDS: a multi-leg preview quotes every leg and the underlying first (4.14)."""
+    """The fake upstream with MDDS: a multi-leg preview quotes every leg and the underlying first."""
     async with running_fake(mdds=FakeMdds()) as server:
         yield server
 
@@ -293,7 +293,7 @@ async def test_an_expired_session_on_a_place_is_session_expired(broker: Fidelity
     assert fake.hits_for(EQUITY_PLACE) == 1
 
 
-# --- the broker's own words, checked before a preview binds (4.12-4.14) -------------------------------------
+# --- the broker's own words, checked before a preview binds -------------------------------------------------
 
 
 def option(action: OptionAction, intent: PositionIntent | None, symbol: str = "QS270115C7") -> OptionOrder:
@@ -397,7 +397,7 @@ async def test_equity_sell_short_and_buy_to_cover_travel_as_sh_and_bh(
         mine = (await broker.orders.get_order_detail(placed.conf_num, p.MARGIN)).order
         assert mine is not None and mine.order_detail.action == action.value
         assert mine.order_detail.broker_action_code == sent and mine.order_detail.action_desc == words
-        # The cancel echoes the order's own upstream code (4.15), not the public BC, which options read otherwise.
+        # The cancel echoes the order's own upstream code, not the public BC, which options read otherwise.
         await broker.orders.cancel_order(placed.conf_num, p.MARGIN, action.value)
         assert last_body(fake, CANCEL_PLACE)["request"]["parameter"]["cancelOrderDetail"][0]["actionCode"] == sent
 

@@ -1,4 +1,4 @@
-"""Request shapes the reference review found wrong: closed-position date types, the trigger list, the Greeks flag."""
+"""Request shapes a review against the captures found wrong: closed-position dates, trigger list, Greeks flag."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from tests.fakes.mdds_server import FakeMdds
 
 CLOSED = "/ftgw/dp/customer-am-position/v1/accounts/closedposition"
 TRIGGERS = "/ftgw/dp/retail-price-triggers/v1/investments/research/alert/price-triggers"
-PERCENT_TRIGGER = "1095172719"  # the fake's active SPY lessThanPercent trigger, as created in the capture (4.32)
+PERCENT_TRIGGER = "1095172719"  # the fake's active SPY lessThanPercent trigger, as created in the capture
 
 
 @pytest.fixture

@@ -1,4 +1,7 @@
-"""Fidelity research (4.25-4.28, notebooks of 6.5) through the real client against the fake upstream on a socket."""
+"""Fidelity research (earnings, dividends, autosuggest, analytics, screener, notebooks) through the real client.
+
+The client talks to the fake upstream on a loopback socket.
+"""
 
 from __future__ import annotations
 
@@ -53,7 +56,7 @@ async def test_analytics_of_a_long_call_priced_from_the_montage(broker: Fidelity
     assert result.underlying_price == 182.50 and result.legs[0].greeks is not None
     assert result.legs[0].greeks.implied_volatility == pytest.approx(0.352)
     sent = [r for r in fake.requests if r.path.endswith("/positions/analytics/v1")][-1]
-    # Style D (2.3): flat, posDetails a list of positions each a list of legs, no leading dash.
+    # Style D: flat, posDetails a list of positions each a list of legs, no leading dash.
     assert sent.body["posDetails"] == [[{"symbol": call.symbol, "qty": 1.0, "price": mid, "equity": False}]]
     assert sent.body["underlyingSymbol"] == "AAPL"
 

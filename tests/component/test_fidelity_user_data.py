@@ -29,7 +29,7 @@ def received(fake: FakeFidelity, path: str) -> list[RecordedRequest]:
 
 
 def assert_flat_data_call(request: RecordedRequest) -> None:
-    """Style D of 2.3 (no ``request``/``parameters`` wrapper) with the data header profile."""
+    """A flat body (no ``request``/``parameters`` wrapper) with the data header profile."""
     assert request.method == "POST" and request.host == DP
     assert isinstance(request.body, dict) and not {"request", "parameters"} & set(request.body)
     assert request.headers["AppId"] == "AP149323" and request.headers["fsreqid"].startswith("REQ")

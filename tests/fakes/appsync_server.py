@@ -1,4 +1,4 @@
-"""A fake AppSync real-time endpoint on a real loopback socket, speaking BEPS (upstream reference, 6.1).
+"""A fake AppSync real-time endpoint on a real loopback socket, speaking BEPS.
 
 On upgrade it insists on the ``graphql-ws`` subprotocol and on a ``header`` query parameter holding the
 base64 of ``{"Authorization": <token>, "host": <host>}``, and answers 401 when either is wrong. Then

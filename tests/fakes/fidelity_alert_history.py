@@ -1,4 +1,4 @@
-"""The fake alert history: ``GetAlerts`` on ecawsgateway (upstream reference 4.31), answered as captured.
+"""The fake alert history: ``GetAlerts`` on ecawsgateway, answered as captured.
 
 Tests add alerts with ``add_fill()`` / ``add_cancel()``; each becomes an ``ALERT`` document (the captured
 execution document's fields) carried escaped in a ``Document`` of a ``GetAlertsResponse``. The request must be
@@ -28,7 +28,7 @@ NAMESPACE = "http://xmlns.fmr.com/brokerage/fens/service/ALERTS/2009-09"
 def alert_document(
     msg_type: str, *, acct: str, order: str, symbol: str, action: str, qty: int, executed: int, price: float, n: int
 ) -> str:
-    """Return an ALERT document shaped like the captured execution (reference 4.31)."""
+    """Return an ALERT document shaped like the captured execution."""
     stamp = f"2026-11-16-10.{n // 60:02d}.{n % 60:02d}.000000"
     status = "1" if msg_type == "MFCEX" else "5"
     verb = "filled" if msg_type == "MFCEX" else "canceled"

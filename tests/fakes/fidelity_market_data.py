@@ -1,8 +1,8 @@
-"""The fake Fidelity upstream's market-data REST (reference 4.20-4.24).
+"""The fake Fidelity upstream's market-data REST.
 
 fastquote routes read their query like the real host (``symbols``, ``productid=atn``; the chart's
 ``callback``, dates and ``barWidth``); an unknown symbol answers with an ``err`` code. ``montage_refusal``
-makes dtmontage answer the bare "Delayed quotes not supported" text of 4.21 (no security context).
+makes dtmontage answer the bare "Delayed quotes not supported" text (as without a security context).
 """
 
 from __future__ import annotations

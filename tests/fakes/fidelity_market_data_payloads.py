@@ -1,4 +1,4 @@
-"""Market-data payloads of the fake Fidelity upstream, in the shapes of reference 4.20-4.24.
+"""Market-data payloads of the fake Fidelity upstream, in the captured shapes.
 
 chainLite answers XML (as captured), dtmontage JSON wrapped in ``OPTIONS_MONTAGE`` (a lone ``O`` stays an
 object), the chart JSONP with string values, time and sales XML (shape assumed: see docs/fidelity-gaps.md),
@@ -55,7 +55,7 @@ def expirations(today: date) -> list[date]:
 
 
 def option_code(root: str, expiration: date, kind: str, strike: float) -> str:
-    """Return the compact option symbol (2.5) without the dash."""
+    """Return the compact option symbol without the dash."""
     text = f"{strike:g}"
     return f"{root}{expiration:%y%m%d}{kind}{text}"
 
@@ -118,7 +118,7 @@ def montage(symbol: str, price: float, option: tuple[str, date, str, float] | No
                 "es": short,
                 "b": f"{bid:.2f}",
                 "bs": str(100 + 10 * index),
-                "a": round(price + 0.05 + 0.01 * index, 2),  # a JSON number beside the strings (2.4)
+                "a": round(price + 0.05 + 0.01 * index, 2),  # a JSON number beside the strings
                 "as": 40 + index,
             }
         )
@@ -135,7 +135,7 @@ def unknown_montage(symbol: str) -> dict[str, Any]:
 
 
 def chart_json(listing: Listing, start: date, end: date, width: str) -> dict[str, Any]:
-    """Return the chart's inner JSON (all values strings, 4.22): daily bars or one day of intraday bars."""
+    """Return the chart's inner JSON (all values strings): daily bars or one day of intraday bars."""
     bars: list[dict[str, str]] = []
     if width in ("D", "W", "M"):
         day = start
@@ -230,7 +230,7 @@ _SUPPORTED = {
 
 
 def available_markets(listing: Listing) -> dict[str, Any]:
-    """Return the 4.24 answer: AUTO and IEX, with the captured hours and capability flags."""
+    """Return the available-markets answer: AUTO and IEX, with the captured hours and capability flags."""
     return {
         "security": {"symbol": listing.symbol, "availMktCnt": "2", "availShares": None, "cusip": listing.cusip},
         "availableMarkets": [

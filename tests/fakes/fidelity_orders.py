@@ -1,11 +1,11 @@
-"""The fake Fidelity upstream's order entry and status (reference 4.10-4.19): an order book per account.
+"""The fake Fidelity upstream's order entry and status: an order book per account.
 
-Behaviour (8.6): a preview checks the symbol and the limit's distance from the last trade, answers ``V``
+Behaviour: a preview checks the symbol and the limit's distance from the last trade, answers ``V``
 with a fresh 8-character ``confNum`` and remembers the previewed body; a place must carry an unused
-preview's ``confNum`` with the same body and the indicators of its kind (4.11a), answers ``A`` with the
+preview's ``confNum`` with the same body and the indicators of its kind, answers ``A`` with the
 same ``confNum`` and books an ``OPEN`` order; cancel moves it to ``VERIFIED_CANCEL``; cancel-replace
 cancels ``orderNumOrig`` and books the new order. Refusals are HTTP 200 with ``respTypeCode "E"`` and an
-``orderConfirmMsgs`` error in the ``Code=...,Text=...`` form. Numbers mix JSON numbers and strings (2.4).
+``orderConfirmMsgs`` error in the ``Code=...,Text=...`` form. Numbers mix JSON numbers and strings.
 """
 
 from __future__ import annotations
@@ -41,17 +41,17 @@ OPTION_PRICES = {
     "QS280121C12": 1.62,
     "UNH260618C350": 4.65,
 }
-# Only the captured codes are known (4.12, 4.14, 4.17): stop-limit "SL" and an "even" spread "EV" are our guesses,
+# Only the captured codes are known: stop-limit "SL" and an "even" spread "EV" are our guesses,
 # so the fake refuses them as the upstream may, and the adapter has to surface that refusal.
 KNOWN_PRICE_TYPES = ("L", "M", "S")
 KNOWN_DEBIT_CREDIT = ("DB", "CR")
-# Place indicators per kind (4.11a): equity and replace true/true, option false/false, multi-leg none.
+# Place indicators per kind: equity and replace true/true, option false/false, multi-leg none.
 _INDICATORS = {"equity": True, "replace": True, "option": False}
 _PLACE_ONLY = ("confNum", "previewInd", "confInd", "mktRouteCode", "reqTypeCode")
 
 
 def new_conf_num() -> str:
-    """Return an 8-character upper-case alphanumeric confirmation number (2.6)."""
+    """Return an 8-character upper-case alphanumeric confirmation number."""
     return "".join(secrets.choice(string.ascii_uppercase + string.digits) for _ in range(8))
 
 
@@ -108,7 +108,7 @@ class FakeOrders:
         self.staged: dict[str, dict[str, Any]] = {}
         self.agreements: set[tuple[str, str]] = set()
         self.world = fa.CAPTURED
-        """Which reading of single-leg BC/SC this upstream has (``fa.CAPTURED`` or ``fa.DECOMPILED``, 4.13)."""
+        """Which reading of single-leg BC/SC this upstream has (``fa.CAPTURED`` or ``fa.DECOMPILED``)."""
         self.misread: dict[str, Any] = {}
         """``baseOrderDetail`` fields the next preview answer echoes instead of the request's: a broker that misread."""
 
@@ -136,7 +136,7 @@ class FakeOrders:
             (DP, AGREEMENT_PATH): _route(self._agreement),
         }
 
-    # --- status (4.10) ------------------------------------------------------------------------------
+    # --- status -------------------------------------------------------------------------------------
 
     def _status(self, body: dict[str, Any]) -> dict[str, Any]:
         parameter = body["request"]["parameter"]
@@ -205,7 +205,7 @@ class FakeOrders:
             "tradableSecOrderDetail": tradable,
         }
 
-    # --- equity, option, replace (4.12, 4.13, 4.16) -------------------------------------------------------
+    # --- equity, option, replace --------------------------------------------------------------------------
 
     def _preview(self, body: dict[str, Any], kind: str) -> dict[str, Any]:
         parameter = body["request"]["parameter"]
@@ -253,7 +253,7 @@ class FakeOrders:
             old.status, old.status_desc = "VERIFIED_CANCEL", f"Canceled (replaced by {conf})"
         self._book(conf, acct, parameter)
         answer = self._confirm(parameter, conf, "A", kind)
-        # The captured place omits these preview-only fields (4.12).
+        # The captured place omits these preview-only fields.
         for key in ("dtcEstFee", "netProceedsInclusive"):
             answer["orderConfirmDetail"].pop(key, None)
         if kind == "replace":
@@ -356,7 +356,7 @@ class FakeOrders:
         self.book[conf] = order
         return order
 
-    # --- multi-leg (4.14) -------------------------------------------------------------------------------
+    # --- multi-leg --------------------------------------------------------------------------------------
 
     def _multileg(self, body: dict[str, Any], *, place: bool) -> dict[str, Any]:
         parameters = body["parameters"]
@@ -426,7 +426,7 @@ class FakeOrders:
         echoed_tradable = detail["orderDetail"]["tradableSecOrderDetail"]
         echoed_tradable["dbCrEvenCode"] = tradable["dbCrEvenCode"]
         echoed_tradable["priceTypeDetail"] = {"priceTypeCode": "L" if "netAmount" in tradable else "M"}
-        # In the captured world request BO/SO come back as BC/SC (4.14); the decompiled world echoes them as sent.
+        # In the captured world request BO/SO come back as BC/SC; the decompiled world echoes them as sent.
         detail["orderDetail"]["baseOrderDetail"]["optionDetail"]["complexOrderDetails"] = [
             {
                 "orderActionCode": fa.leg_echo(self.world, leg["orderActionCode"], leg["securityDetail"]["symbol"]),
@@ -445,7 +445,7 @@ class FakeOrders:
         self.misread = {}
         return answer
 
-    # --- cancel (4.15) ----------------------------------------------------------------------------------
+    # --- cancel -----------------------------------------------------------------------------------------
 
     def _cancel(self, body: dict[str, Any], *, preview: bool) -> dict[str, Any]:
         parameter = body["request"]["parameter"]
@@ -477,7 +477,7 @@ class FakeOrders:
         order.status, order.status_desc = "VERIFIED_CANCEL", "Canceled"
         return {wrapper: {"cancelConfirmDetail": [detail]}}
 
-    # --- conditional (4.17) ------------------------------------------------------------------------------
+    # --- conditional -------------------------------------------------------------------------------------
 
     def _conditional(self, body: dict[str, Any], *, place: bool) -> dict[str, Any]:
         parameters = body["parameters"]
@@ -500,7 +500,8 @@ class FakeOrders:
             sent = [leg["baseOrderDetail"].get("confNum") for leg in legs]
             group = self.previews.get(sent[1] or "")
             all_confs = (group.orig or "").split(",") if group else []
-            # Both readings of 4.17 are accepted: leg i carries preview leg i-1's conf_num, or its own.
+            # Both readings of the captured conditional place are accepted: leg i carries preview leg i-1's
+            # conf_num, or its own.
             if (
                 group is None
                 or group.used
@@ -552,7 +553,7 @@ class FakeOrders:
             )
         return {wrapper: answer}
 
-    # --- staged orders (4.18) and the trade agreement (4.19) ---------------------------------------------
+    # --- staged orders and the trade agreement -----------------------------------------------------------
 
     def _staged_get(self, body: dict[str, Any]) -> dict[str, Any]:
         if body["stagedOrders"][0]["stageType"] != "saveD_ORDER" or not self.staged:

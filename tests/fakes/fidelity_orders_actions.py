@@ -1,12 +1,12 @@
-"""How the fake Fidelity upstream reads and echoes order action codes, in either world of reference 4.13.
+"""How the fake Fidelity upstream reads and echoes order action codes, in either reading of single-leg BC/SC.
 
-The reference cannot say what single-leg ``BC``/``SC`` mean: captured answers describe ``BC`` as "Buy Call"
-(and a multi-leg answer echoed request legs ``BO``/``SO`` as ``BC``/``SC``, 4.14; order status showed a
-bought-to-open put as ``BP`` "Buy Put", 4.10), while the decompiled enum reads ``BC`` as "Buy to Close",
+The evidence cannot say what single-leg ``BC``/``SC`` mean: captured answers describe ``BC`` as "Buy Call"
+(and a multi-leg answer echoed request legs ``BO``/``SO`` as ``BC``/``SC``; order status showed a
+bought-to-open put as ``BP`` "Buy Put"), while the decompiled enum reads ``BC`` as "Buy to Close",
 ``SC`` "Sell to Close", ``BO``/``SO`` "Buy/Sell to Open" and ``BP``/``SP`` "Buy/Sell Put". The fake runs in
 one world or the other (``CAPTURED`` by default), so tests can show the adapter is safe in both.
 
-Equity codes follow the decompiled enum of 4.12 in both worlds: ``SH`` sell short, ``BH`` buy to cover,
+Equity codes follow the decompiled enum in both worlds: ``SH`` sell short, ``BH`` buy to cover,
 ``SA`` sell all, ``SS`` *specific shares* (not a short sale). An option code on an equity order, or an equity
 code on an option order, is refused, as a broker would refuse an action that does not fit the security.
 """
@@ -16,9 +16,9 @@ from __future__ import annotations
 import re
 
 CAPTURED = "buy_call"
-"""``BC`` is "Buy Call": the captured answers (4.13, 4.14)."""
+"""``BC`` is "Buy Call": the captured answers."""
 DECOMPILED = "buy_to_close"
-"""``BC`` is "Buy To Close": the decompiled enum (4.13, 4.35)."""
+"""``BC`` is "Buy To Close": the decompiled enum."""
 WORLDS = (CAPTURED, DECOMPILED)
 
 EQUITY_WORDS = {
@@ -70,7 +70,7 @@ def leg_echo(world: str, code: str, symbol: str) -> str | None:
     if code not in ("BO", "SO", "BC", "SC"):
         return None
     if world == CAPTURED:
-        return code[0] + ("P" if is_put(symbol) else "C")  # request BO/SO came back as BC/SC (4.14)
+        return code[0] + ("P" if is_put(symbol) else "C")  # request BO/SO came back as BC/SC
     return code
 
 

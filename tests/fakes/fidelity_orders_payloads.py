@@ -1,6 +1,6 @@
-"""Order payloads of the Fidelity upstream reference (4.10-4.19, 7.2, 8.4), and builders the fake answers with.
+"""Captured Fidelity order payloads, and builders the fake answers with.
 
-Numbers are mixed JSON numbers and strings as in section 2.4. The ``*_SAMPLE`` constants are the reference's
+Numbers are mixed JSON numbers and strings, as the upstream sends them. The ``*_SAMPLE`` constants are the
 captured shapes (trimmed); the functions build the same shapes for the fake's own orders.
 """
 
@@ -351,7 +351,7 @@ STAGED_EMPTY_SAMPLE: dict[str, Any] = {
 
 
 def error_message(code: str, text: str, source: str = "EquityOptionPreview") -> dict[str, Any]:
-    """Return one ``orderConfirmMessage`` of type error (7.2)."""
+    """Return one ``orderConfirmMessage`` of type error."""
     return {
         "message": "other",
         "detail": f"Code={code},Text={text},Source=",
@@ -362,7 +362,7 @@ def error_message(code: str, text: str, source: str = "EquityOptionPreview") -> 
 
 
 def rejection(wrapper: str, acct_num: str, code: str, text: str, conf_num: str = "") -> dict[str, Any]:
-    """Return an order-entry error answer: HTTP 200 with ``respTypeCode "E"`` and the message (7.1, 7.2)."""
+    """Return an order-entry error answer: HTTP 200 with ``respTypeCode "E"`` and the message."""
     return {
         wrapper: {
             "acctNum": acct_num,

@@ -1,7 +1,7 @@
-"""Sample Fidelity payloads built from the upstream reference (sections 3.2, 3.4, 4.1-4.9, 8.2, 8.3).
+"""Sample Fidelity account and portfolio payloads in the captured shapes.
 
 Shapes follow the captures; numbers are mixed as JSON numbers and strings, with the occasional ``"--"``,
-as section 2.4 says the upstream does. Shapes the reference marks unknown (features, lots, borrow, short
+as the upstream sends them. Shapes never captured (features, lots, borrow, short
 insights, accruals) are our assumption and are listed in docs/fidelity-gaps.md. Dates are relative to
 the ``today`` the fake's clock gives (``FakeFidelity.today()``), never to the wall clock.
 """
@@ -27,7 +27,7 @@ def unix(day: date) -> int:
 
 
 def ecaap(code: int, message: str) -> dict[str, Any]:
-    """Return the ECAAP envelope of 3.2."""
+    """Return an ECAAP answer: the status envelope with its code and message."""
     return {
         "responseBaseInfo": {
             "sessionTokens": None,
@@ -215,7 +215,7 @@ POSITIONS_BY_ACCOUNT: dict[str, list[dict[str, Any]]] = {MARGIN: [SPAXX, AAPL, U
 
 
 def positions(acct_nums: list[str]) -> dict[str, Any]:
-    """Return the positions answer of 4.3/8.2 for these accounts (no ``positionDetails`` when empty)."""
+    """Return the positions answer for these accounts (no ``positionDetails`` when empty)."""
     details = []
     for acct_num in acct_nums:
         held = POSITIONS_BY_ACCOUNT.get(acct_num, [])
@@ -362,7 +362,7 @@ MARGIN_BALANCE: dict[str, Any] = {
 
 
 def cash_balance(acct_num: str) -> dict[str, Any]:
-    """Return a cash account's balances entry (recent snapshot only, as 8.3 describes)."""
+    """Return a cash account's balances entry (recent snapshot only, as captured)."""
     return {
         "acctNum": acct_num,
         "brokerageAcctDetail": {
@@ -385,7 +385,7 @@ def balances(acct_nums: list[str]) -> dict[str, Any]:
 
 
 def option_summary(acct_num: str) -> dict[str, Any]:
-    """Return the option-summary answer of 4.5 (the UNH debit spread for the margin account)."""
+    """Return the option-summary answer (the UNH debit spread for the margin account)."""
     if acct_num != MARGIN:
         return {"optionPairing": {"acctDetails": []}}
 
@@ -483,7 +483,7 @@ def option_summary(acct_num: str) -> dict[str, Any]:
 
 
 def transactions(acct_num: str, today: date) -> list[dict[str, Any]]:
-    """Return the margin account's history (the SPXW sale and a deposit of 4.6, plus a buy), dated from today."""
+    """Return the margin account's history (the captured SPXW sale and deposit, plus a buy), dated from today."""
     if acct_num != MARGIN:
         return []
     sold, deposited, bought = today - timedelta(days=3), today - timedelta(days=40), today - timedelta(days=200)
@@ -588,7 +588,7 @@ def transactions(acct_num: str, today: date) -> list[dict[str, Any]]:
 
 
 def closed_positions(acct_num: str) -> dict[str, Any]:
-    """Return the closed-positions answer of 4.7 (the SPY sale for the margin account)."""
+    """Return the closed-positions answer (the SPY sale for the margin account)."""
     rows = []
     if acct_num == MARGIN:
         gain_block = {
@@ -641,7 +641,7 @@ def closed_positions(acct_num: str) -> dict[str, Any]:
 
 
 def loaned_securities(acct_num: str) -> dict[str, Any]:
-    """Return the loaned-securities answer of 4.8 (strings for numbers, as captured)."""
+    """Return the loaned-securities answer (strings for numbers, as captured)."""
     contracts = []
     collateral = []
     if acct_num == INDIVIDUAL:
@@ -684,7 +684,7 @@ LOTS: dict[tuple[str, str], list[tuple[int, float, float, int, float]]] = {
 
 
 def tax_lots(acct_num: str, symbol: str, today: date) -> dict[str, Any]:
-    """Return the tax-lot answer of 4.9."""
+    """Return the tax-lot answer."""
     details = []
     for seq, qty, price, days, gain in LOTS.get((acct_num, symbol), []):
         details.append(
@@ -829,7 +829,7 @@ def cash_accruals(acct_num: str, today: date) -> dict[str, Any]:
 
 
 def account_features(acct_nums: list[str]) -> dict[str, Any]:
-    """Return the features answer the SDK's tests invented (4.2), extended with a few flags."""
+    """Return the features answer the SDK's tests invented, extended with a few flags."""
     return {
         "accountFeatures": [
             {

@@ -1,4 +1,4 @@
-"""The fake Fidelity upstream's research endpoints (reference 4.25-4.28; notebooks of 6.5, shape assumed).
+"""The fake Fidelity upstream's research endpoints (notebook shapes assumed).
 
 The screener's SAML hops hold state: digital issues an assertion per session, financial.com trades a live
 assertion for a JWT once, LiveVol runs a scan only with a JWT it issued. Notes live in ``notes`` by id.
@@ -52,7 +52,7 @@ class FakeResearch:
             (DP, NOTE_PATH.format("delete")): self._note_delete,
         }
 
-    # --- 4.25, 4.26 -----------------------------------------------------------------------------
+    # --- earnings, dividends, autosuggest --------------------------------------------------------
 
     async def _earnings(self, upstream: FakeFidelity, request: web.Request, body: Any) -> web.StreamResponse:
         symbols = request.query.get("fvSymbol", "").split("|")
@@ -64,7 +64,7 @@ class FakeResearch:
     async def _autosuggest(self, upstream: FakeFidelity, request: web.Request, body: Any) -> web.StreamResponse:
         return web.json_response(rp.autosuggest(request.query.get("q", "")))
 
-    # --- 4.27 -----------------------------------------------------------------------------------
+    # --- option position analytics --------------------------------------------------------------
 
     async def _analytics(self, upstream: FakeFidelity, request: web.Request, body: Any) -> web.StreamResponse:
         positions = (body or {}).get("posDetails")
@@ -74,7 +74,7 @@ class FakeResearch:
         price = listing.last if listing else 0.0
         return web.json_response(rp.analytics(positions[0], price))
 
-    # --- 4.28 -----------------------------------------------------------------------------------
+    # --- screener: SAML, JWT, LiveVol scan -------------------------------------------------------
 
     async def _saml(self, upstream: FakeFidelity, request: web.Request, body: Any) -> web.StreamResponse:
         assertion = rp.saml_assertion(secrets.token_hex(6))
@@ -98,7 +98,7 @@ class FakeResearch:
             return web.Response(status=401, text="invalid token")
         return web.Response(text=rp.scan_xml(), content_type="text/xml")
 
-    # --- notebook (6.5) ------------------------------------------------------------------------
+    # --- notebook ------------------------------------------------------------------------------
 
     async def _note_detail(self, upstream: FakeFidelity, request: web.Request, body: Any) -> web.StreamResponse:
         if not self.notes:

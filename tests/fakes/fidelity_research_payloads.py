@@ -1,6 +1,6 @@
-"""Research payloads of the fake Fidelity upstream, in the shapes of reference 4.25-4.28 (notebooks assumed).
+"""Research payloads of the fake Fidelity upstream, in the captured shapes (notebooks assumed).
 
-Numbers mix JSON numbers and strings (2.4); lone list items sometimes arrive as objects.
+Numbers mix JSON numbers and strings; lone list items sometimes arrive as objects.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ SECURITIES = {
 
 
 def sec_detail(symbol: str) -> dict[str, Any]:
-    """Return the ``secDetail`` block of 4.25."""
+    """Return the ``secDetail`` block of an earnings or dividends entry."""
     classification, cusip = SECURITIES[symbol]
     return {"requested": symbol, "classification": classification, "symbol": symbol, "CUSIP": cusip}
 
@@ -129,7 +129,7 @@ def autosuggest(query: str) -> dict[str, Any]:
 
 
 def analytics(legs: list[dict[str, Any]], underlying_price: float) -> dict[str, Any]:
-    """Return the 4.27 answer for one position: bounds and breakevens at expiry from the legs' payoffs."""
+    """Return the analytics answer for one position: bounds and breakevens at expiry from the legs' payoffs."""
     calls_long = sum(float(leg["qty"]) for leg in legs if _kind(leg) == "C")
     cost = sum(float(leg["qty"]) * float(leg["price"]) * (1 if leg["equity"] else 100) for leg in legs)
     strikes = sorted({_strike(leg) for leg in legs if not leg["equity"]})
@@ -187,7 +187,7 @@ def _strike(leg: dict[str, Any]) -> float:
 
 
 def saml_assertion(nonce: str) -> str:
-    """Return a base64 SAML assertion (text/plain on digital, 4.28)."""
+    """Return a base64 SAML assertion (text/plain on digital)."""
     return base64.b64encode(f'<saml:Assertion ID="{nonce}"/>'.encode()).decode()
 
 
@@ -202,7 +202,7 @@ SCAN_ROWS = [
 
 
 def scan_xml() -> str:
-    """Return the call-volume scan (SCANID 2) XML of 4.28."""
+    """Return the call-volume scan (SCANID 2) as LiveVol's XML."""
     names = ("Symbol", "Company Name", "Last", "Last Change", "Call Volume", "Average Call Volume",
              "Percent Average Call Volume")  # fmt: skip
     rows = []

@@ -2,10 +2,10 @@
 
 Requests arrive as ``/{host}/{path}`` (``ftdesk.brokers.fidelity.routing``); with ``mdds=FakeMdds()`` the
 MDDS WebSocket host is served too, for the session's cookies, and with ``appsync=FakeAppSync()`` the BEPS
-host. The fake plays the login handshake of section 3.1 (with or without a second factor:
+host. The fake plays the login handshake (with or without a second factor:
 ``totp_secret``), the security context, extend session and logout; the endpoint groups answer from their
 own modules (``fidelity_<group>.py``) and the account/portfolio endpoints from ``fidelity_payloads``. Data
-routes need the session cookie ``ATC`` of a live session and answer 401 otherwise (3.9).
+routes need the session cookie ``ATC`` of a live session and answer 401 otherwise.
 
 Tests drive it with ``expire()`` (every session dies; ``expiry_style`` picks how the death shows: 401,
 403, a redirect to the login page, or an HTML page), ``hold(path)``/``release(path)`` (park requests to
@@ -13,7 +13,7 @@ prove concurrency), ``failures`` (answer a path once with a given status and bod
 status, retry_after=..., times=...)`` (answer 429/503 with ``Retry-After``, or cut the connection with
 status 0, the next few times) and ``latency`` (seconds every answer takes, for the benchmark); they
 observe it through ``hits`` (upstream calls per path) and ``requests``. Fidelity was never seen limiting
-rates (reference 7.1), so the pushback answers are the generic ones: a short text body, the status and
+rates, so the pushback answers are the generic ones: a short text body, the status and
 ``Retry-After`` in seconds.
 
 Its dates (history, lots, accruals, option expirations, earnings, holidays, trigger and order times, the
@@ -248,7 +248,7 @@ class FakeFidelity:
         return web.json_response({"message": "Session expired"}, status=status)
 
     def _beps_token(self) -> web.StreamResponse:
-        # The answer's shape was never captured (reference 6.1): a bare JWT (the later SDK calls it a "BEPS JWT
+        # The answer's shape was never captured: a bare JWT (the later SDK calls it a "BEPS JWT
         # auth token") by default; beps_token_style "json" wraps it as {"token": ...}, "unknown" in a shape
         # ftdesk must refuse to guess at.
         if self.appsync is None:
@@ -260,7 +260,7 @@ class FakeFidelity:
             return web.json_response({"authz": {"grant": token.split(".")[1]}, "status": "OK"})
         return web.Response(text=token, content_type="text/plain")
 
-    # --- login (3.1) ----------------------------------------------------------------------------
+    # --- login ----------------------------------------------------------------------------------
 
     def _login_step(self, request: web.Request, path: str, body: Any) -> web.StreamResponse:
         method = request.method

@@ -1,7 +1,7 @@
-"""The fake Fidelity upstream's user-data endpoints (reference 4.29-4.33).
+"""The fake Fidelity upstream's user-data endpoints.
 
 State: watchlists, preference data by path, price triggers (each in the ``active`` or ``expired`` list)
-and the alert subscription. Bodies are checked for the envelope the reference captured (flat, style D);
+and the alert subscription. Bodies are checked for the captured envelope (flat, no ``request`` wrapper);
 a wrong shape answers 400 as a strict upstream would. Tests steer refusals with ``watchlist_refusal``,
 ``sign_on_success`` and ``sign_on_fault``, and read what arrived in ``soap_requests`` (SOAP bodies) and
 ``trigger_list_queries``.

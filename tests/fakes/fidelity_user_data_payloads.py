@@ -1,7 +1,7 @@
-"""Sample user-data payloads built from the upstream reference (sections 4.29-4.33).
+"""Sample user-data payloads in the captured shapes.
 
 Watchlists, preferences, the CustomerSignOn SOAP answer, the price-trigger create answer and the holiday
-calendar follow the captures; numbers are mixed as JSON numbers and strings (2.4). A populated
+calendar follow the captures; numbers are mixed as JSON numbers and strings. A populated
 price-trigger list was never captured: its entries repeat the create answer's shape (docs/fidelity-gaps.md).
 """
 
@@ -14,7 +14,7 @@ from zoneinfo import ZoneInfo
 NEW_YORK = ZoneInfo("America/New_York")
 APP_ID = "AP149323"
 
-# --- watchlists (4.29) --------------------------------------------------------------------------
+# --- watchlists ---------------------------------------------------------------------------------
 
 RESEARCH_LIST_ID = "6a8b8049-f3a2-45fd-b0cc-f2b4bfbfc21c"
 BUYS_LIST_ID = "3842df22-91c4-4c5e-8b0e-5d2f7d1c2a10"
@@ -61,7 +61,7 @@ def initial_watchlists() -> list[dict[str, Any]]:
 
 
 def watchlists_answer(entries: list[dict[str, Any]]) -> dict[str, Any]:
-    """Return the list answer of 4.29 (the upstream's spelling of "retrieved" kept)."""
+    """Return the watchlists answer (the upstream's spelling of "retrieved" kept)."""
     return {
         "sysMsgs": {"sysMsg": [{"message": "Successfully retreived all Watchlist Details", "code": "2000"}]},
         "watchListDetails": entries,
@@ -69,7 +69,7 @@ def watchlists_answer(entries: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def watchlist_saved_answer(user: str, saved: list[dict[str, Any]]) -> dict[str, Any]:
-    """Return the save answer of 4.29: ids and ranks of what was stored."""
+    """Return the watchlists save answer: ids and ranks of what was stored."""
     return {
         "sysMsgs": {
             "sysMsg": [
@@ -112,7 +112,7 @@ def refusal(code: str, text: str) -> dict[str, Any]:
     }
 
 
-# --- preferences (4.30) -------------------------------------------------------------------------
+# --- preferences --------------------------------------------------------------------------------
 
 
 def initial_preferences() -> dict[str, dict[str, Any]]:
@@ -142,7 +142,7 @@ PREFERENCES_UPDATED: dict[str, Any] = {
     }
 }
 
-# --- legacy alerts SOAP (4.31) ------------------------------------------------------------------
+# --- legacy alerts SOAP -------------------------------------------------------------------------
 
 # What CustomerSignOn hands out: TIBCO EMS credentials ftdesk must never show anyone.
 EMS_USER_ID = "oyIIq8Zr0kWmXv3s7TtN2w=="
@@ -181,7 +181,7 @@ def soap_fault(text: str) -> str:
     )
 
 
-# --- price triggers (4.32) ----------------------------------------------------------------------
+# --- price triggers -----------------------------------------------------------------------------
 
 DEVICES = [{"name": "Active Trader Pro"}, {"name": "Fidelity mobile applications"}]
 
@@ -213,11 +213,11 @@ def initial_triggers(now: datetime) -> list[tuple[str, dict[str, Any]]]:
 
 
 def triggers_answer(page: list[dict[str, Any]], total: int, offset: int) -> dict[str, Any]:
-    """Return a list answer of 4.32."""
+    """Return a price-trigger list answer."""
     return {"priceTrigger": {"totalAccount": total, "availableAccount": 0, "offset": offset, "triggers": page}}
 
 
-# --- holiday calendar (4.33) --------------------------------------------------------------------
+# --- holiday calendar ---------------------------------------------------------------------------
 
 
 def unix(day: date) -> int:

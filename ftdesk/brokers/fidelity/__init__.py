@@ -1,1 +1,1 @@
-"""The Fidelity Trader+ upstream adapter (``FTSERVICE_BROKER=fidelity``); see the upstream reference."""
+"""The Fidelity Trader+ upstream adapter (``FTSERVICE_BROKER=fidelity``); see docs/fidelity-protocol.md."""

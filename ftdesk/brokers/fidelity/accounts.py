@@ -1,4 +1,4 @@
-"""The Fidelity accounts group: account discovery (4.1), features (4.2), and each account's data.
+"""The Fidelity accounts group: account discovery, features, and each account's data.
 
 The account list is listed once per ``FidelityConfig.accounts_ttl`` and reused to check account numbers
 (``NotFound``) and to fill the account fields the portfolio requests carry; the per-account requests and
@@ -43,7 +43,7 @@ ACCOUNTS_URL = f"{DP}/customer-am-acctnxt/v2/accounts"
 FEATURES_URL = f"{DP}/customer-am-feature/v2/accounts/features/get"
 
 
-# --- account discovery (4.1) --------------------------------------------------------------------
+# --- account discovery --------------------------------------------------------------------------
 
 
 async def fetch_accounts(http: FidelityHttp) -> list[Account]:
@@ -104,7 +104,7 @@ def map_account(raw: dict[str, Any]) -> Account:
     )
 
 
-# --- account features (4.2: shape invented by the SDK's tests) -----------------------------------
+# --- account features (shape invented by the SDK's tests) ----------------------------------------
 
 
 async def fetch_account_features(http: FidelityHttp, account: Account) -> list[AccountFeature]:

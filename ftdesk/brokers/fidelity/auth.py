@@ -1,9 +1,9 @@
-"""Login, security context, keep-alive and logout (upstream reference, section 3).
+"""Login, security context, keep-alive and logout (docs/fidelity-protocol.md, Login and session).
 
-The login is the app's multi-step handshake on ECAAP (3.1): only the password step and the session step
+The login is the app's multi-step handshake on ECAAP: only the password step and the session step
 are checked; the session step answers 1201 when a second factor is needed, which is a TOTP code (given,
 or computed from the base32 secret) sent to the TOTP factor before the session step is repeated. The
-security context (3.4) follows; its failures are ignored, as the app ignores them, but its member id
+security context follows; its failures are ignored, as the app ignores them, but its member id
 (MID) is kept because the BEPS subscription may need it.
 
 Nothing here logs or echoes the password, the TOTP secret or code, or cookie values.
@@ -40,7 +40,7 @@ CODE_SECOND_FACTOR = 1201
 
 @dataclass(frozen=True)
 class EcaapStatus:
-    """The status of an ECAAP envelope (3.2)."""
+    """The status of an ECAAP envelope."""
 
     code: int | None
     message: str
@@ -54,7 +54,7 @@ class EcaapStatus:
 
 @dataclass(frozen=True)
 class SecurityContext:
-    """What the security context says about the login (3.4)."""
+    """What the security context says about the login."""
 
     member_id: str | None = None
     entitlements: dict[str, str] = field(default_factory=dict)
@@ -135,7 +135,7 @@ async def security_context(http: FidelityHttp) -> SecurityContext:
 
 
 async def extend_session(http: FidelityHttp) -> None:
-    """Extend the session (3.5); raise ``SessionExpired`` unless the upstream answers 2xx."""
+    """Extend the session; raise ``SessionExpired`` unless the upstream answers 2xx."""
     response = await http.call("GET", EXTEND_SESSION_URL, read=False)
     if not response.ok:
         raise SessionExpired(f"Fidelity did not extend the session (HTTP {response.status}): log in again")
@@ -144,7 +144,7 @@ async def extend_session(http: FidelityHttp) -> None:
 
 
 async def log_out(http: FidelityHttp) -> None:
-    """End the upstream session (3.6); the answer is not checked."""
+    """End the upstream session; the answer is not checked."""
     await http.call("DELETE", SESSION_URL, profile=Profile.LOGIN, body={}, headers={"Accept-Token-Type": "FAC"})
 
 

@@ -1,4 +1,4 @@
-"""BEPS, Fidelity's account-event bus: the protocol of one connection (upstream reference, section 6.1).
+"""BEPS, Fidelity's account-event bus: the protocol of one connection (docs/fidelity-protocol.md, BEPS).
 
 BEPS is an AWS AppSync GraphQL subscription over a WebSocket (subprotocol ``graphql-ws``). The stream URL's
 ``{0}`` is replaced by the URL-encoded base64 of ``{"Authorization": <token>, "host": <host>}``. One
@@ -9,7 +9,7 @@ keep-alives. A connection that says nothing for ``connectionTimeoutMs`` is dead.
 then closes the socket.
 
 The feed (``beps_feed``) configures itself from the login: a token from the token endpoint, the member id
-from the security context, the host and URL of section 6.1 (see ``beps_auth``). Each FTSERVICE_BEPS_*
+from the security context, the decompiled host and URL (see ``beps_auth``). Each FTSERVICE_BEPS_*
 variable that is set overrides its part. A fetched token is renewed before it expires, make-before-break:
 a second socket is opened with the new token and subscribed, the old one is stopped and read until it says
 ``complete`` (events on both are passed on once, by ``eventId``), then closed; nothing is lost to the
@@ -48,7 +48,7 @@ log = logging.getLogger(__name__)
 SUBPROTOCOL = "graphql-ws"
 SUBSCRIPTION_ID = "1"
 SUBSCRIPTION_FIELD = "subScribeBEPSEvent"
-DEFAULT_CONNECTION_TIMEOUT_MS = 300_000  # what the reference's sample ack announces
+DEFAULT_CONNECTION_TIMEOUT_MS = 300_000  # what the decompiled app's sample ack announces
 
 # Shipped with the app as Queries/BepsSubscription.graphql.
 SUBSCRIPTION_DOCUMENT = """subscription Subscription($subscribeId: String!, $consumerAppId: String!) {
@@ -57,7 +57,7 @@ SUBSCRIPTION_DOCUMENT = """subscription Subscription($subscribeId: String!, $con
   }
 }"""
 
-# The 15 codes of the reference's table (it speaks of 16 named, about 20 in the app); others map to "other".
+# The 15 named event types of the decompiled app (about 20 exist); others map to "other".
 EVENT_CATEGORIES: Mapping[str, EventCategory] = MappingProxyType(
     {
         "MFCEX": EventCategory.ORDER,

@@ -1,6 +1,6 @@
 """Where BEPS gets its token, host, stream URL and member id when no FTSERVICE_BEPS_* variable says.
 
-What the upstream reference knows, and how sure it is:
+What is known (docs/fidelity-protocol.md, BEPS), and how sure it is:
 
 - The token comes from ``GET .../security/token/authz/generate/1.0`` on dpservice (the app's
   ``ILwcAuthTokenApi``; decompiled). The summary abbreviated the start of the path: ``/ftgw/dp`` is inferred

@@ -1,8 +1,8 @@
 """The BEPS feed: configured from the login and the FTSERVICE_BEPS_* overrides, renewing its token.
 
 The protocol itself (one socket, the handshake, the events) lives in ``beps``; where the token, host, URL and
-member id come from in ``beps_auth``. See both module docstrings for what the upstream reference says and
-how sure it is.
+member id come from in ``beps_auth``. See both module docstrings for what is known about BEPS and
+how sure it is (docs/fidelity-protocol.md, BEPS).
 """
 
 from __future__ import annotations

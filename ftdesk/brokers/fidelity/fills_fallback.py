@@ -1,4 +1,4 @@
-"""Fills (and the other alerts) from the alert history while BEPS is down: ``GetAlerts`` (reference 4.31).
+"""Fills (and the other alerts) from the alert history while BEPS is down: ``GetAlerts``.
 
 The account-event hub polls this every ``interval`` seconds while its BEPS connection is not open, and once
 more when it comes back. Each poll reads messages 1 to ``page`` of ``POST ecawsgateway/ftgw/alerts/services/
@@ -15,7 +15,7 @@ Unknowns and their guards:
   ftdesk read the alert and the raw value is kept as ``desc.alert_time``.
 - BEPS's ``message`` format is not known, so an event seen by both sides is recognised by its order number
   and executed quantity wherever they can be read: the fallback's own fields, and a BEPS ``message`` that is
-  JSON naming them or an ``ALERT`` document (as 4.31 suggests it may be). An event of BEPS whose message
+  JSON naming them or an ``ALERT`` document (a guess: the alert history uses that form). An event of BEPS whose message
   names neither cannot be matched; its ``desc.message`` still holds all BEPS sent.
 """
 

@@ -1,4 +1,4 @@
-"""Account history on dpservice: transactions (4.6), closed positions (4.7) and closed lots ([DEC]).
+"""Account history on dpservice: transactions, closed positions and closed lots ([DEC]).
 
 Each ``fetch_*`` sends one request and maps the answer; every record keeps its upstream payload in ``raw``.
 The closed-lots shapes are unknown (docs/fidelity-gaps.md): its records are found by the field names they carry.
@@ -30,7 +30,7 @@ CLOSED_LOTS_URL = f"{DP}/customer-am-position/v1/accounts/closedposition/closedl
 TRANSACTIONS_DEFAULT_DAYS = 365
 
 
-# --- transactions (4.6) ---------------------------------------------------------------------------
+# --- transactions ---------------------------------------------------------------------------------
 
 
 async def fetch_transactions(
@@ -132,7 +132,7 @@ def map_transaction(raw: dict[str, Any], acct_num: str) -> Transaction:
     )
 
 
-# --- closed positions (4.7) -----------------------------------------------------------------------
+# --- closed positions -----------------------------------------------------------------------------
 
 
 async def fetch_closed_positions(
@@ -143,12 +143,12 @@ async def fetch_closed_positions(
     start = start or date(end.year, 1, 1)
     parameters = {
         "acctDetails": [{"acctNum": account.acct_num, "isRetirementAcct": account.retirement_ind}],
-        # MM/DD/YYYY is the form the reference saw work live (4.7).
+        # MM/DD/YYYY is the date form seen to work live (YYYY-MM-DD appears only in the SDK's docstring).
         "startDate": start.strftime("%m/%d/%Y"),
         "endDate": end.strftime("%m/%d/%Y"),
         "taxYear": None,
         # The only captured date type is YTD (with the dates beside it); another range is its explicit dates
-        # alone, dateType null as the app sends unset fields, rather than an invented code (4.7).
+        # alone, dateType null as the app sends unset fields, rather than an invented code.
         "dateType": "YTD" if start == date(end.year, 1, 1) and end == today else None,
         "isExcludeWashSales": False,
     }

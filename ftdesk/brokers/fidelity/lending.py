@@ -1,4 +1,4 @@
-"""Lending, borrowing and accruals on dpservice: securities on loan (4.8), hard-to-borrow rates, short
+"""Lending, borrowing and accruals on dpservice: securities on loan, hard-to-borrow rates, short
 insights, and margin-interest, dividend and cash accruals.
 
 Only the loaned-securities answer was captured; the other shapes are assumed (docs/fidelity-gaps.md), so
@@ -35,12 +35,12 @@ ACCRUALS_URL = f"{DP}/retail-am-accountaccruals/v2/accounts/accruals"
 # Only the decompiled app names this host (an XQ1-looking variant of dpservice).
 CASH_ACCRUALS_URL = f"{DPSERVICE_XQ1}/ftgw/dp/retail-am-accountaccruals/v1/accounts/cash/accruals"
 
-# The app sends it to these endpoints (2.1); the upstream accepts calls without it.
+# The app sends it to these endpoints; the upstream accepts calls without it.
 CL_HEADER = MappingProxyType({"CL": "3"})
 ORIGIN_HEADER = MappingProxyType({"fid-originating-app-id": DATA_APP_ID})
 
 
-# --- loaned securities (4.8) ----------------------------------------------------------------------
+# --- loaned securities ----------------------------------------------------------------------------
 
 
 async def fetch_loaned_securities(http: FidelityHttp, account: Account) -> list[LoanedSecurity]:

@@ -1,4 +1,4 @@
-"""The market holiday calendar on dpservice's ``dpdirect`` GET API (upstream reference 4.33).
+"""The market holiday calendar on dpservice's ``dpdirect`` GET API.
 
 The upstream takes no year: it answers the days it knows (unix seconds at New York midnight, ``H`` closed
 all day, ``A`` early close at ``earlyCloseTm``), and ftdesk keeps those of the year asked for.

@@ -1,7 +1,7 @@
-"""Fidelity market-data REST: option chain, montage, chart (JSONP), time and sales, markets, holidays (4.20-4.24, 4.33).
+"""Fidelity market-data REST: option chain, montage, chart (JSONP), time and sales, markets, holidays.
 
 fastquote GETs (chain, montage, chart, time and sales) are reads, so identical concurrent ones share one
-upstream call; the chart callback name is fixed for that reason (4.22: any identifier works). The pure
+upstream call; the chart callback name is fixed for that reason (any identifier works). The pure
 mappers live in ``market_data_mapping``, the body parsing (JSON, JSONP, XML) in ``market_data_parsing``, the
 holiday calendar in ``market_calendar``.
 """
@@ -43,7 +43,7 @@ def fastquote_url(base: str, **query: str) -> str:
 
 
 def chart_url(symbol: str, start: date, end: date, bar_width: BarWidth, extended_hours: bool) -> str:
-    """Return the chart request of 4.22 for New York midnight of ``start`` to the end of ``end``."""
+    """Return the JSONP chart request for New York midnight of ``start`` to the end of ``end``."""
     return str(
         URL(CHART_URL).with_query(
             {
@@ -77,7 +77,7 @@ async def fetch_montage(http: FidelityHttp, symbol: str, now: datetime) -> Monta
 
 
 async def fetch_last_trade(http: FidelityHttp, symbol: str, today: date) -> float | None:
-    """Return the last trade of a symbol from a one-week daily chart (the SDK's own "quote", 4.22)."""
+    """Return the last trade of a symbol from a one-week daily chart (the SDK's own "quote")."""
     payload = await fetch_chart_payload(http, symbol, today - timedelta(days=7), today, BarWidth.DAY, False)
     return m.last_trade(payload, symbol)
 

@@ -1,6 +1,6 @@
-"""Pure mappers of the market-data answers (4.20-4.24) to domain records, and the chain's Greeks model.
+"""Pure mappers of the market-data answers to domain records, and the chain's Greeks model.
 
-chainLite lists contract symbols only (4.20: Trader+ prices chains through MDDS), so a chain's Greeks are
+chainLite lists contract symbols only (Trader+ prices chains through MDDS), so a chain's Greeks are
 Black-Scholes estimates from the underlying's last trade and its historical volatility (both from the daily
 chart), and its prices stay 0: an invented bid or ask could end up in an order. docs/fidelity-gaps.md says so.
 """
@@ -47,12 +47,12 @@ _DAILY_WIDTHS = (BarWidth.DAY, BarWidth.WEEK, BarWidth.MONTH)
 
 
 def quote_symbol(symbol: str) -> str:
-    """Return a symbol in fastquote's form: options take a leading dash (2.5)."""
+    """Return a symbol in fastquote's form: options take a leading dash."""
     text = symbol.strip().upper()
     return f"-{text.lstrip('-')}" if option_contract(text) is not None else text
 
 
-# --- option chain (4.20) ------------------------------------------------------------------------
+# --- option chain -------------------------------------------------------------------------------
 
 
 def chain_contracts(payload: Any, symbol: str) -> list[tuple[OptionType, date, float, str]]:
@@ -153,7 +153,7 @@ def _cdf(x: float) -> float:
     return 0.5 * (1 + math.erf(x / math.sqrt(2)))
 
 
-# --- montage (4.21) -----------------------------------------------------------------------------
+# --- montage ------------------------------------------------------------------------------------
 
 
 def map_montage(payload: Any, symbol: str, now: datetime) -> Montage:
@@ -186,7 +186,7 @@ def best_mid(montage: Montage) -> float | None:
     return round((max(bids) + min(asks)) / 2, 4)
 
 
-# --- chart (4.22) -------------------------------------------------------------------------------
+# --- chart --------------------------------------------------------------------------------------
 
 
 def chart_symbol(payload: Any, symbol: str) -> dict[str, Any]:
@@ -244,7 +244,7 @@ def _bar_time(value: Any, bar_width: BarWidth) -> str | None:
     return v.iso_time(raw)
 
 
-# --- time and sales (4.23, shape assumed) -------------------------------------------------------
+# --- time and sales (shape assumed) -------------------------------------------------------------
 
 _TIME_KEYS = ("tm", "t", "time", "tradeTime", "dt")
 _PRICE_KEYS = ("p", "pr", "price", "tradePrice", "lt")
@@ -290,7 +290,7 @@ def map_time_and_sales(
     return TimeAndSales(symbol=symbol, trades=[trade for _, trade in trades[:limit]], raw=raw)
 
 
-# --- available markets (4.24) -------------------------------------------------------------------
+# --- available markets --------------------------------------------------------------------------
 
 
 def map_available_markets(payload: Any, symbol: str) -> AvailableMarkets:

@@ -1,4 +1,4 @@
-"""Reading fastquote and LiveVol bodies: JSONP, XML or JSON, all turned into one JSON-like tree (4.20-4.28).
+"""Reading fastquote and LiveVol bodies: JSONP, XML or JSON, all turned into one JSON-like tree.
 
 fastquote answers chainLite and dtmontage as XML or JSON "depending on client headers", the chart as JSONP,
 and time and sales as XML; LiveVol answers XML. ``document()`` accepts any of these and returns the JSON
@@ -17,7 +17,7 @@ from ftdesk.brokers.fidelity import values as v
 from ftdesk.brokers.fidelity.http import FidelityHttp, UpstreamResponse, raise_for_status
 from ftdesk.domain.errors import BrokerError, NotFound, SessionExpired
 
-# ``ident( ... )`` with optional whitespace and a trailing semicolon (4.22: strip it on every fastquote body).
+# ``ident( ... )`` with optional whitespace and a trailing semicolon (strip it on every fastquote body).
 _JSONP = re.compile(r"^\s*[A-Za-z_$][\w$.]*\s*\((?P<inner>.*)\)\s*;?\s*$", re.DOTALL)
 _HTML_START = re.compile(rb"^\s*<(!doctype|html|head|body)\b", re.IGNORECASE)
 
@@ -59,7 +59,7 @@ def parse_body(response: UpstreamResponse) -> Any:
     """Return the JSON-like tree of a fastquote/LiveVol body (JSON, JSONP or XML); None when empty."""
     body = response.body.strip()
     if "html" in response.content_type or _HTML_START.match(body):
-        # 7.3: a web page where data was expected is how an expired session most likely looks.
+        # A web page where data was expected is how an expired session most likely looks (never captured).
         raise SessionExpired("Fidelity answered with a web page instead of data: the session has expired")
     if not body:
         return None
@@ -70,7 +70,7 @@ def parse_body(response: UpstreamResponse) -> Any:
         return UpstreamResponse(response.status, "application/json", text.encode(), response.url).json()
     except BrokerError:
         if text and len(text) < 300:
-            # A bare sentence such as "Delayed quotes not supported" (4.21): the message is the answer.
+            # A bare sentence such as "Delayed quotes not supported": the message is the answer.
             raise BrokerError(f"Fidelity market data refused the request: {text}") from None
         raise
 

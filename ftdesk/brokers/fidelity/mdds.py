@@ -1,15 +1,16 @@
-"""MDDS, Fidelity's market-data WebSocket, as a ``QuoteFeed`` (upstream reference, section 5).
+"""MDDS, Fidelity's market-data WebSocket, as a ``QuoteFeed`` (docs/fidelity-protocol.md, MDDS).
 
 One ``MddsConnection`` is one socket: the server greets with a ``SessionId`` that every command echoes;
 ``subscribe`` carries at most 50 comma-separated symbols; answers are ``ResponseType`` "1" (snapshot),
 "0" (update: merge the fields into the symbol's state) and "-1" (error; ``ErrorCode`` 18 = unknown symbol).
-Field ids follow the decompiled map, which the reference recommends where it disagrees with the SDK's.
+Field ids follow the decompiled app's map where it disagrees with the SDK's (the SDK's names come from
+fewer, market-closed captures).
 
 Unsubscribe uses the app's form, by the ``Request`` id the server gave the subscribe, because the
 symbol form is said to fail silently. A request covers a whole subscribe message, so dropping part of one
 cancels the request and subscribes the rest again.
 
-Order books (5.7): a held ``book_key`` is subscribed with ``subscribe_virtualbook`` (one symbol per command,
+Order books: a held ``book_key`` is subscribed with ``subscribe_virtualbook`` (one symbol per command,
 ``IncludeArcaOnly`` true as the app sends it; its effect is unknown). Items come back as ``<SYMBOL>.VB``: a
 snapshot, then updates holding only the changed levels, merged like quotes; level *i* (0-24) of the bids is
 price 462+i, venue 487+i, size 512+i, time 891+i, of the asks 537+i, 562+i, 587+i, 916+i. A level without a
@@ -336,7 +337,7 @@ class MddsConnection:
             "Symbol": ",".join(wires),
             "ConflationRate": self._conflation_rate_ms,
         }
-        # Always in the command, as captured (5.3): true when the batch holds options (the app's rule), else false.
+        # Always in the command, as captured: true when the batch holds options (the app's rule), else false.
         command["IncludeGreeks"] = any(wire.startswith("-") for wire in wires)
         await self._send(command)
 

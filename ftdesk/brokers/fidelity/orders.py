@@ -1,10 +1,10 @@
-"""Fidelity orders: status, detail, staged orders, previews and places, cancel, replace (reference 4.10-4.19).
+"""Fidelity orders: status, detail, staged orders, previews and places, cancel, replace.
 
 Every order entry follows the upstream's confNum flow: a preview answers ``respTypeCode "V"`` with a fresh
-``confNum``, and the place repeats the previewed body with that ``confNum`` (4.11a lists how each kind
-differs). Previews, places and cancels change state upstream, so they are sent as writes: never coalesced
-with an identical call and, like every call of ``FidelityHttp``, never retried. Status reads are coalesced.
-Request bodies live in ``orders_wire``, answer mapping in ``orders_mapping``.
+``confNum``, and the place repeats the previewed body with that ``confNum`` (how each kind differs:
+docs/fidelity-protocol.md, Orders). Previews, places and cancels change state upstream, so they are sent as
+writes: never coalesced with an identical call and, like every call of ``FidelityHttp``, never retried. Status
+reads are coalesced. Request bodies live in ``orders_wire``, answer mapping in ``orders_mapping``.
 """
 
 from __future__ import annotations
@@ -201,7 +201,7 @@ class FidelityOrders:
         return response.json()
 
     async def _leg_prices(self, order: MultiLegOptionOrder) -> list[dict[str, Any]]:
-        """Return each leg's ``priceDetail`` from a quote taken now (the upstream wants them on every leg, 4.14)."""
+        """Return each leg's ``priceDetail`` from a quote taken now (the upstream wants them on every leg)."""
         underlying = order.underlying.strip().upper()
         legs = [leg.symbol.strip().upper().lstrip("-") for leg in order.legs]
         quotes = {q.symbol.lstrip("-").upper(): q for q in await self._quotes.snapshot([underlying, *legs])}
@@ -218,7 +218,7 @@ class FidelityOrders:
         ]
 
     async def _upstream_action(self, conf_num: str, acct_num: str, action_code: str) -> str:
-        """Return the order's own upstream action code from its status, for the cancel to echo (4.15).
+        """Return the order's own upstream action code from its status, for the cancel to echo.
 
         The public code alone can be ambiguous (``BC`` is buy to cover for an equity, buy call for an option);
         when the status cannot be read the cancel still goes out, with the code mapped as well as it can be.
@@ -240,7 +240,7 @@ class FidelityOrders:
         """Return whether the account trades on margin (raise ``NotFound`` for an unknown account)."""
         return (await self._accounts.get_account(acct_num)).margin_ind
 
-    # --- order status (4.10, 4.11) --------------------------------------------------------------
+    # --- order status ---------------------------------------------------------------------------
 
     async def get_order_status(self, acct_num: str | None) -> list[Order]:
         """Return open and recent orders (of one account, or of every tradable account)."""
@@ -269,7 +269,7 @@ class FidelityOrders:
         where = f" in account {acct_num}" if acct_num else ""
         raise NotFound(f"No Fidelity order {conf_num!r}{where}")
 
-    # --- equity (4.12) ---------------------------------------------------------------------------
+    # --- equity ----------------------------------------------------------------------------------
 
     async def preview_equity_order(self, order: EquityOrder) -> OrderPreview:
         """Validate and price an equity order; the answer's conf_num places it."""
@@ -283,7 +283,7 @@ class FidelityOrders:
         payload = await self._order_entry(w.EQUITY_PLACE_URL, body, "equity order")
         return m.map_placement(payload, order.acct_num, conf_num, what="equity order")
 
-    # --- single-leg option (4.13) ----------------------------------------------------------------
+    # --- single-leg option -----------------------------------------------------------------------
 
     async def preview_option_order(self, order: OptionOrder) -> OrderPreview:
         """Validate and price a single-leg option order."""
@@ -297,7 +297,7 @@ class FidelityOrders:
         payload = await self._order_entry(w.OPTION_PLACE_URL, body, "option order")
         return m.map_placement(payload, order.acct_num, conf_num, what="option order")
 
-    # --- multi-leg option (4.14) -----------------------------------------------------------------
+    # --- multi-leg option ------------------------------------------------------------------------
 
     async def preview_multileg_order(self, order: MultiLegOptionOrder) -> OrderPreview:
         """Validate and price a multi-leg option order."""
@@ -321,7 +321,7 @@ class FidelityOrders:
         payload = await self._order_entry(w.MULTILEG_PLACE_URL, body, "multi-leg order")
         return m.map_placement(payload, order.acct_num, conf_num, what="multi-leg order")
 
-    # --- cancel (4.15) ---------------------------------------------------------------------------
+    # --- cancel ----------------------------------------------------------------------------------
 
     async def preview_cancel(self, conf_num: str, acct_num: str, action_code: str) -> CancelPreview:
         """Say what canceling this order would do."""
@@ -339,7 +339,7 @@ class FidelityOrders:
         payload = await self._order_entry(w.CANCEL_PLACE_URL, body, "cancel")
         return m.map_cancel(payload, conf_num, acct_num)
 
-    # --- cancel-and-replace (4.16) -----------------------------------------------------------------
+    # --- cancel-and-replace ------------------------------------------------------------------------
 
     async def preview_replace(self, replace: ReplaceOrder) -> OrderPreview:
         """Validate an atomic cancel-and-replace of a working equity order."""
@@ -355,7 +355,7 @@ class FidelityOrders:
         payload = await self._order_entry(w.REPLACE_PLACE_URL, body, "replace")
         return m.map_placement(payload, order.acct_num, conf_num, what="replace")
 
-    # --- conditional (4.17) --------------------------------------------------------------------------
+    # --- conditional ---------------------------------------------------------------------------------
 
     async def preview_conditional_order(self, order: ConditionalOrder) -> ConditionalPreview:
         """Validate and price an OTO/OCO/OTOCO order: one conf_num per leg."""
@@ -389,7 +389,7 @@ class FidelityOrders:
         payload = await self._order_entry(w.CONDITIONAL_REPLACE_PLACE_URL, body, "conditional replace")
         return m.map_conditional_placement(payload, order.acct_num, what="conditional replace")
 
-    # --- staged orders (4.18) and trade agreement (4.19) ----------------------------------------------
+    # --- staged orders and trade agreement ------------------------------------------------------------
 
     async def get_staged_orders(self) -> StagedOrderList:
         """Return saved orders (null when there are none)."""

@@ -160,7 +160,7 @@ def read_back(kind: ActionKind, code: str | None, desc: str | None, option_type:
             return ReadBack(action.value, said.intent, False, words or action.value)
         if raw in ("BO", "SO"):
             return ReadBack(raw, PositionIntent.OPEN, False, words or raw)
-        # An answer's BC/SC names only the side: captured answers echo opening legs as BC/SC (4.14).
+        # An answer's BC/SC names only the side: captured answers echo opening legs as BC/SC.
         return ReadBack(BUY if said.side is Side.BUY else SELL, None, False, words or raw)
     contract = option_type or said.option_type
     if contract is None or (said.option_type is not None and said.option_type != contract):

@@ -1,6 +1,6 @@
-"""Mapping of the Fidelity order answers to domain records (upstream reference 4.10-4.19, errors 7.2).
+"""Mapping of the Fidelity order answers to domain records (docs/fidelity-protocol.md, Orders).
 
-Pure functions, unit-tested on the reference's sample payloads. Order-entry answers come in several
+Pure functions, unit-tested on captured sample payloads. Order-entry answers come in several
 wrappers (``preview``, ``place``, ``multiLegOptionResponse``, ``cancelandreplace``); the mappers find the
 ``orderConfirmDetail`` wherever it sits. A ``respTypeCode "E"`` anywhere becomes ``OrderRejected`` with the
 upstream's own text (the ``Text=`` part of ``Code=...,Text=...,Source=...``) and its codes in the details.
@@ -47,7 +47,7 @@ from ftdesk.domain.orders import (
 REJECTED_REASON = "UPSTREAM_REJECTED"
 """The stable reason of ``OrderRejected`` when Fidelity answers ``respTypeCode "E"``; details carry its codes."""
 
-# The decompiled status enum (4.10) on the spec's lifecycle.
+# The decompiled status enum on the spec's lifecycle.
 _STATUS = MappingProxyType(
     {
         "OPEN": OrderStatus.OPEN,
@@ -129,7 +129,7 @@ def _as_dict(payload: Any) -> dict[str, Any]:
     return payload if isinstance(payload, dict) else {"value": payload}
 
 
-# --- previews and places (4.12-4.14, 4.16) -----------------------------------------------------------
+# --- previews and places -----------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -281,7 +281,7 @@ def map_placement(payload: Any, acct_num: str, conf_num: str, *, what: str = "or
     )
 
 
-# --- conditional (4.17) ---------------------------------------------------------------------------------
+# --- conditional ----------------------------------------------------------------------------------------
 
 
 def conditional_legs(payload: Any) -> list[dict[str, Any]]:
@@ -336,7 +336,7 @@ def map_conditional_placement(payload: Any, acct_num: str, *, what: str = "condi
     )
 
 
-# --- cancel (4.15) ----------------------------------------------------------------------------------------
+# --- cancel -----------------------------------------------------------------------------------------------
 
 
 def _cancel_entries(payload: Any, *keys: str) -> list[dict[str, Any]]:
@@ -391,7 +391,7 @@ def map_cancel_preview(payload: Any, conf_num: str, acct_num: str) -> CancelPrev
     return CancelPreview(cancel_preview_detail=details, is_accepted=any(d.is_accepted for d in details))
 
 
-# --- order status (4.10) ------------------------------------------------------------------------------------
+# --- order status -------------------------------------------------------------------------------------------
 
 
 def order_status(code: str | None, desc: str | None) -> OrderStatus:
@@ -534,7 +534,7 @@ def _complex_legs(raw: dict[str, Any]) -> list[dict[str, Any]]:
     return []
 
 
-# --- staged orders (4.18) -------------------------------------------------------------------------------------
+# --- staged orders --------------------------------------------------------------------------------------------
 
 
 def staged_messages(payload: Any) -> list[MessageDetail]:

@@ -1,4 +1,4 @@
-"""Request bodies of the Fidelity order endpoints (upstream reference 4.10-4.19, quirks in 4.11a).
+"""Request bodies of the Fidelity order endpoints (docs/fidelity-protocol.md, Orders).
 
 Pure functions from domain orders to the upstream's JSON, one per endpoint family, so each envelope style
 (A ``request.parameter``, C top-level ``parameters``, D flat) is unit-tested on its own. Where a request
@@ -49,13 +49,13 @@ STAGED_SAVE_URL = f"{DP}/ent-research-staging/v1/customers/staged-order/save"
 STAGED_DELETE_URL = f"{DP}/ent-research-staging/v1/customers/staged-order/delete"
 TRADE_AGREEMENT_URL = f"{DP}/trade/useragreement/modify/v1"
 
-# The app sends it to order status (2.1); the upstream accepts calls without it.
+# The app sends it to order status; the upstream accepts calls without it.
 STATUS_HEADERS = MappingProxyType({"CL": "3"})
-STAGED_STAGE_TYPE = "saveD_ORDER"  # the upstream's own spelling (4.18)
+STAGED_STAGE_TYPE = "saveD_ORDER"  # the upstream's own spelling
 
 
 def tracking_headers() -> dict[str, str]:
-    """Return the ``FID-LOG-TRACKING-ID`` header the app sends to the staging endpoints (2.1)."""
+    """Return the ``FID-LOG-TRACKING-ID`` header the app sends to the staging endpoints."""
     return {"FID-LOG-TRACKING-ID": f"REQ{uuid.uuid4().hex}"}
 
 
@@ -103,7 +103,7 @@ def price_type_detail(price_type: PriceType, limit_price: float | None, stop_pri
     return detail
 
 
-# --- order status (4.10) ---------------------------------------------------------------------------
+# --- order status ----------------------------------------------------------------------------------
 
 
 def status_summary_body(acct_nums: Sequence[str]) -> dict[str, Any]:
@@ -118,7 +118,7 @@ def status_summary_body(acct_nums: Sequence[str]) -> dict[str, Any]:
     return {"request": {"parameter": parameter}}
 
 
-# --- equity (4.12) and cancel-replace (4.16) ------------------------------------------------------------
+# --- equity and cancel-replace --------------------------------------------------------------------------
 
 
 def equity_parameter(order: EquityOrder, margin: bool) -> dict[str, Any]:
@@ -173,7 +173,7 @@ def replace_place_body(orig_conf_num: str, order: EquityOrder, margin: bool, con
     return {"request": {"parameter": parameter}}
 
 
-# --- single-leg option (4.13) ---------------------------------------------------------------------------
+# --- single-leg option ----------------------------------------------------------------------------------
 
 
 def option_parameter(order: OptionOrder, margin: bool) -> dict[str, Any]:
@@ -205,7 +205,7 @@ def option_preview_body(order: OptionOrder, margin: bool) -> dict[str, Any]:
 
 
 def option_place_body(order: OptionOrder, margin: bool, conf_num: str) -> dict[str, Any]:
-    """Return the single-leg option place request: ``confNum`` and both indicators **false** (4.11a)."""
+    """Return the single-leg option place request: ``confNum`` and both indicators **false**."""
     parameter = option_parameter(order, margin)
     parameter["baseOrderDetail"]["confNum"] = conf_num
     parameter["previewInd"] = False
@@ -213,7 +213,7 @@ def option_place_body(order: OptionOrder, margin: bool, conf_num: str) -> dict[s
     return {"request": {"parameter": parameter}}
 
 
-# --- multi-leg option (4.14) ----------------------------------------------------------------------------
+# --- multi-leg option -----------------------------------------------------------------------------------
 
 
 def leg_price_detail(underlying_price: float, price_time: int, bid: float, ask: float) -> dict[str, Any]:
@@ -236,7 +236,7 @@ def multileg_body(
 ) -> dict[str, Any]:
     """Return the style-C multi-leg request: ``reqTypeCode`` ``N`` to preview, ``P`` with ``confNum`` to place.
 
-    Every leg carries its ``priceDetail`` (from the quote at preview time, as captured in 4.14); the place must
+    Every leg carries its ``priceDetail`` (from the quote at preview time, as captured); the place must
     repeat the preview's, so the caller passes the same ``leg_prices`` to both. ``netAmount`` is the net limit
     per spread, signed like ``dbCrEvenCode``: a debit positive (captured: 0.92 with ``DB``), a credit negative
     (not captured). The signed form fails safe: an upstream that wants a positive credit refuses a negative
@@ -281,7 +281,7 @@ def multileg_body(
     }
 
 
-# --- cancel (4.15) ----------------------------------------------------------------------------------------
+# --- cancel -----------------------------------------------------------------------------------------------
 
 
 def cancel_body(conf_num: str, acct_num: str, action_code: str, *, preview: bool) -> dict[str, Any]:
@@ -290,7 +290,7 @@ def cancel_body(conf_num: str, acct_num: str, action_code: str, *, preview: bool
     return {"request": {"parameter": {"cancelOrderDetail": [detail], "previewInd": preview, "confInd": False}}}
 
 
-# --- conditional (4.17) -----------------------------------------------------------------------------------
+# --- conditional ------------------------------------------------------------------------------------------
 
 
 def conditional_leg(leg: ConditionalLeg, margin: bool) -> dict[str, Any]:
@@ -325,7 +325,7 @@ def conditional_preview_body(order: ConditionalOrder, margin: bool) -> dict[str,
 def conditional_place_body(order: ConditionalOrder, margin: bool, conf_nums: Sequence[str]) -> dict[str, Any]:
     """Return the conditional place request: indicators false and a ``confNum`` on legs 1..n only.
 
-    As in the captured place (4.17), leg *i* carries the preview's *(i-1)*-th conf_num, so the caller may
+    As in the captured place, leg *i* carries the preview's *(i-1)*-th conf_num, so the caller may
     pass all the preview's conf_nums or only the first n-1.
     """
     body = conditional_preview_body(order, margin)
@@ -353,7 +353,7 @@ def conditional_replace_body(
     return body
 
 
-# --- staged orders (4.18) and trade agreement (4.19) ------------------------------------------------------
+# --- staged orders and trade agreement --------------------------------------------------------------------
 
 
 def staged_get_body() -> dict[str, Any]:

@@ -1,7 +1,7 @@
-"""Portfolio on dpservice: positions (4.3), balances (4.4), option summary (4.5), tax and open lots (4.9).
+"""Portfolio on dpservice: positions, balances, option summary, tax and open lots.
 
 Each ``fetch_*`` sends one request and maps the answer with a pure ``map_*`` function (unit-tested on the
-reference's sample payloads). Every record keeps its upstream payload in ``raw``. The open-lots shapes are
+captured sample payloads). Every record keeps its upstream payload in ``raw``. The open-lots shapes are
 unknown (docs/fidelity-gaps.md): lots are read by looking for records carrying the expected field names.
 """
 
@@ -45,7 +45,7 @@ def account_detail(account: Account) -> dict[str, Any]:
     }
 
 
-# --- positions (4.3) ------------------------------------------------------------------------------
+# --- positions ------------------------------------------------------------------------------------
 
 
 async def fetch_positions(http: FidelityHttp, account: Account) -> list[Position]:
@@ -145,7 +145,7 @@ def map_position(raw: dict[str, Any], acct_num: str) -> Position:
     )
 
 
-# --- balances (4.4) -------------------------------------------------------------------------------
+# --- balances -------------------------------------------------------------------------------------
 
 
 async def fetch_balances(http: FidelityHttp, account: Account) -> Balance:
@@ -240,7 +240,7 @@ def map_balance(payload: Any, acct_num: str) -> Balance:
     )
 
 
-# --- option summary (4.5) -------------------------------------------------------------------------
+# --- option summary -------------------------------------------------------------------------------
 
 
 async def fetch_options_summary(http: FidelityHttp, account: Account) -> OptionsSummary:
@@ -338,7 +338,7 @@ def _map_leg(leg: dict[str, Any], group: dict[str, Any]) -> OptionLegSummary:
     )
 
 
-# --- lots (4.9 and the [DEC] lot endpoints) -------------------------------------------------------
+# --- lots (tax lots, and the [DEC] lot endpoints) -------------------------------------------------
 
 
 async def fetch_tax_lots(http: FidelityHttp, account: Account, symbol: str) -> list[LotDetail]:
@@ -357,7 +357,7 @@ async def fetch_open_lots(http: FidelityHttp, account: Account, symbol: str) -> 
 
 
 def map_lot(raw: dict[str, Any], symbol: str | None) -> LotDetail:
-    """Map one lot: the tax-lot shape of 4.9, or the same names at the top level."""
+    """Map one lot: the captured tax-lot shape, or the same names at the top level."""
     accounting = v.obj(raw, "specificShrTaxLotAccountingDetail") or raw
     quantity = v.number_or(v.first(raw, "lotQty", "quantity", "qty"))
     cost = v.number_or(v.first(accounting, "costBasis", "totalCost"))

@@ -1,9 +1,10 @@
-"""Fidelity research: earnings, dividends, autosuggest, analytics, screener with SAML, notebooks (4.25-4.28, 6.5).
+"""Fidelity research: earnings, dividends, autosuggest, analytics, screener with SAML, notebooks.
 
-The screener's three hops (SAML assertion on digital, JWT from financial.com, scan on LiveVol) go through
-the same routed ``FidelityHttp`` and cookie jar as every other call. Notebook bodies are assumed (6.5 has
-paths only): update and delete look the note up first, so an unknown id is ``NotFound`` and a symbol that
-does not match is ``Conflict`` whatever the upstream would answer. Pure mappers: ``research_mapping``.
+The screener's three hops (SAML assertion on digital, JWT from financial.com, scan on LiveVol) go through the
+same routed ``FidelityHttp`` and cookie jar as every other call. Notebook bodies are assumed (only the paths
+are known, from the decompiled app): update and delete look the note up first, so an unknown id is
+``NotFound`` and a symbol that does not match is ``Conflict`` whatever the upstream would answer. Pure
+mappers: ``research_mapping``.
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ SAML_URL = f"{DIGITAL}/ftgw/digital/rschwidgets/api/saml"
 SAML_LOGIN_URL = "https://fidelity-widgets.financial.com/auth/api/v1/sessions/samllogin?fetchToken=true"
 SCAN_URL = "https://fidelity.apps.livevol.com/DataService/ScannerServiceReference.asmx/ExecuteScan"
 CALL_VOLUME_SCAN_ID = 2
-"""The one LiveVol scan whose id was captured (4.28); ``ScanDefinition`` criteria filter its rows."""
+"""The one LiveVol scan whose id was captured; ``ScanDefinition`` criteria filter its rows."""
 NOTE_URL = f"{DPSERVICE}/ftgw/dp/research/tool/notebook/note/{{operation}}/v1"
 
 
@@ -76,7 +77,7 @@ def _fresh_screener_token(http: FidelityHttp, now: float) -> str | None:
 
 
 async def _screener_sign_in(http: FidelityHttp, now: float) -> str:
-    """Swap a SAML assertion for a LiveVol JWT (4.28 steps 1-2), keep it on the session and return it."""
+    """Swap a SAML assertion for a LiveVol JWT (the sign-in's first two hops), keep it on the session and return it."""
     assertion = _text_body(await http.call("GET", SAML_URL), "screener sign-in (SAML)")
     if not assertion:
         raise BrokerError("Fidelity returned no SAML assertion for the screener")
@@ -162,7 +163,7 @@ class FidelityResearch:
         return rm.map_analytics(payload, symbol, request.legs, prices, underlying)
 
     async def run_screener(self, scan: ScanDefinition) -> ScreenerResult:
-        """Run LiveVol's call-volume scan through the SAML sign-in of 4.28, then filter, sort and limit.
+        """Run LiveVol's call-volume scan through the three-hop SAML sign-in, then filter, sort and limit.
 
         The LiveVol JWT is kept with the login session and reused until its ``expiresAt`` (less a minute),
         so a screen costs one call, not four; a token LiveVol refuses anyway is fetched again once.

@@ -1,4 +1,4 @@
-"""Pure mappers of the research answers (4.25-4.28, notebooks of 6.5) to domain records."""
+"""Pure mappers of the research answers (earnings, dividends, autosuggest, analytics, screener, notebooks)."""
 
 from __future__ import annotations
 
@@ -36,7 +36,7 @@ _SECURITY_TYPES = MappingProxyType(
 )
 
 
-# --- earnings and dividends (4.25) --------------------------------------------------------------
+# --- earnings and dividends ---------------------------------------------------------------------
 
 
 def _sec_symbol(detail: dict[str, Any]) -> str:
@@ -120,7 +120,7 @@ def map_dividends(payload: Any, symbols: Sequence[str]) -> list[DividendEvent]:
     return out
 
 
-# --- autosuggest (4.26) -------------------------------------------------------------------------
+# --- autosuggest --------------------------------------------------------------------------------
 
 
 def map_suggestions(payload: Any, query: str) -> AutosuggestResult:
@@ -140,7 +140,7 @@ def map_suggestions(payload: Any, query: str) -> AutosuggestResult:
     return AutosuggestResult(suggestions=hits)
 
 
-# --- option position analytics (4.27) -----------------------------------------------------------
+# --- option position analytics ------------------------------------------------------------------
 
 
 def analytics_body(symbol: str, legs: Sequence[AnalyticsLeg], prices: Sequence[float]) -> dict[str, Any]:
@@ -239,7 +239,7 @@ def _as_list(value: Any) -> list[Any]:
     return value if isinstance(value, list) else [value]
 
 
-# --- screener (4.28) ----------------------------------------------------------------------------
+# --- screener -----------------------------------------------------------------------------------
 
 # LiveVol display names of the fields a ScreenerRow holds (the call-volume scan's are captured).
 _FIELD_NAMES = MappingProxyType(
@@ -321,7 +321,7 @@ def map_screener(payload: Any, scan: ScanDefinition) -> ScreenerResult:
     )
 
 
-# --- notebook (6.5, shape assumed) --------------------------------------------------------------
+# --- notebook (shape assumed) -------------------------------------------------------------------
 
 
 def map_note(raw: dict[str, Any]) -> NoteDetail | None:

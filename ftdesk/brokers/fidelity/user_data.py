@@ -1,4 +1,4 @@
-"""Fidelity user data: watchlists, preferences, alerts and price triggers (4.29-4.32).
+"""Fidelity user data: watchlists, preferences, alerts and price triggers.
 
 The calls and mappings live in ``user_data_*.py``, one module per upstream API; this group gives them the
 logged-in client.

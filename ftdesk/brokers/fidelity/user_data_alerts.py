@@ -1,7 +1,7 @@
-"""Alerts: the legacy SOAP alert subscription on ecawsgateway (4.31) and price triggers on dpservice (4.32).
+"""Alerts: the legacy SOAP alert subscription on ecawsgateway and price triggers on dpservice.
 
 ``CustomerSignOn`` switches on the ``ATBT`` alert code and answers with TIBCO EMS credentials for the
-legacy alert bus (6.3). ftdesk reads only whether the activation succeeded: alerts reach clients as account
+legacy alert bus. ftdesk reads only whether the activation succeeded: alerts reach clients as account
 events (BEPS), and the credentials are never kept, logged or returned. The alert history (``GetAlerts``)
 is not read: no Broker method needs it.
 
@@ -79,7 +79,7 @@ SIGN_ON_ENVELOPE = (
 )
 
 
-# --- alert subscription (4.31) ------------------------------------------------------------------
+# --- alert subscription -------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -148,7 +148,7 @@ def _child_text(root: ET.Element, name: str) -> str | None:
     return None
 
 
-# --- price triggers (4.32) ----------------------------------------------------------------------
+# --- price triggers -----------------------------------------------------------------------------
 
 
 async def fetch_trigger_entries(http: FidelityHttp, status: str, *, fresh: bool = False) -> list[dict[str, Any]]:

@@ -1,4 +1,4 @@
-"""What the user-data endpoints share: the ``sysMsgs`` verdict of watchlists and preferences (4.29, 4.30, 7.2)."""
+"""What the user-data endpoints share: the ``sysMsgs`` verdict of watchlists and preferences."""
 
 from __future__ import annotations
 

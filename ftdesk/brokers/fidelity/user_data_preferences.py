@@ -1,4 +1,4 @@
-"""The preference store on dpservice's ATN preferences (upstream reference 4.30).
+"""The preference store on dpservice's ATN preferences.
 
 Fidelity keeps preferences as key/value data under a ``preferencePath``; Trader+ itself uses
 ``user/atn/global/v1`` and ``user/atn/layout/{id}/v1``. ftdesk's store lives under a path of its own,

@@ -1,9 +1,10 @@
-"""Watchlists on dpservice (upstream reference 4.29): list, and save (create or replace).
+"""Watchlists on dpservice: list, and save (create or replace).
 
-Both calls take flat bodies (style D of 2.3) and answer ``sysMsgs`` with code ``2000`` on success. A save
-sends the whole list, so a replace first reads the lists: to answer ``NotFound`` for an unknown id and
-``Conflict`` for a name another list has (the service's rules), and to send back the ``securityId`` of
-symbols the list already holds. Every record keeps its upstream ``watchListDetails`` entry in ``raw``.
+Both calls take flat bodies (no ``request``/``parameters`` wrapper) and answer ``sysMsgs`` with code ``2000``
+on success. A save sends the whole list, so a replace first reads the lists: to answer ``NotFound`` for an
+unknown id and ``Conflict`` for a name another list has (the service's rules), and to send back the
+``securityId`` of symbols the list already holds. Every record keeps its upstream ``watchListDetails`` entry
+in ``raw``.
 """
 
 from __future__ import annotations
@@ -137,7 +138,7 @@ async def _saved(
     if entry is None and entries and current is None:
         entry = entries[0]
     if entry is None:
-        # The reference does not say whether a save of a new list echoes its id: look it up by name.
+        # Whether a save of a new list echoes its id was never captured: look it up by name.
         for watchlist in await fetch_watchlists(http, fresh=True):
             if watchlist.name.casefold() == name.casefold():
                 return watchlist

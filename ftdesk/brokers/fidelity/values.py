@@ -1,4 +1,4 @@
-"""Lenient reading of upstream values (upstream reference, section 2.4).
+"""Lenient reading of upstream values.
 
 Fidelity sends numbers as JSON numbers or strings (``"133784.61"``, ``"1,234.56"``), uses ``""``, ``"--"``
 and ``"N/A"`` for "no value", timestamps in Unix seconds or milliseconds, dates in several text forms, and

@@ -1,4 +1,4 @@
-"""Upstream payloads (the reference's samples) mapped to domain records."""
+"""Upstream payloads (the captured samples) mapped to domain records."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The order action table both ways, for every order kind and every upstream code of the reference (4.12-4.14, 4.35)."""
+"""The order action table both ways, for every order kind and every upstream code known (captured or decompiled)."""
 
 from __future__ import annotations
 
@@ -40,7 +40,7 @@ from ftdesk.service.orders_bodies import OptionPreviewBody
 from tests.fakes import fidelity_orders_payloads as op
 
 OPEN, CLOSE = PositionIntent.OPEN, PositionIntent.CLOSE
-REFERENCE_CODES = {"B", "S", "BO", "SO", "BC", "SC", "BH", "SH", "SA", "SS", "BP", "SP"}  # 4.35
+REFERENCE_CODES = {"B", "S", "BO", "SO", "BC", "SC", "BH", "SH", "SA", "SS", "BP", "SP"}  # the decompiled enum
 
 
 def test_the_table_covers_every_upstream_code_of_the_reference_with_its_provenance() -> None:
@@ -216,7 +216,7 @@ def test_sides_of_the_table() -> None:
 
 
 def test_the_captured_answers_bind_against_the_requests_they_answered() -> None:
-    """The captured equity preview (8.4) and multi-leg preview (4.14, legs BO/SO echoed as BC/SC) pass the check."""
+    """The captured equity preview and multi-leg preview (legs BO/SO echoed as BC/SC) pass the check."""
     equity = EquityOrder(
         acct_num="Z21772945", symbol="LGVN", action=EquityAction.BUY, qty=1, price_type=PriceType.LIMIT, limit_price=1.0
     )
@@ -246,7 +246,7 @@ def test_the_captured_answers_bind_against_the_requests_they_answered() -> None:
     [("2.96", None, "BP", 2.96), ("-1.20", None, "CR", 1.20), ("1.20", "CR", "CR", 1.20), ("0.85", "DB", "DB", 0.85)],
 )
 def test_a_spread_fill_read_back_keeps_debit_or_credit(avg: str, dbcr: str | None, action: str, price: float) -> None:
-    """The captured condor (4.10) reads back as its own "Buy Put"; a credit is never reported as a debit."""
+    """The captured condor reads back as its own "Buy Put"; a credit is never reported as a debit."""
     sample = copy.deepcopy(op.ORDER_STATUS_SAMPLE)
     raw = sample["order"]["orderDetails"]["orderDetail"][0]
     raw["statusDetail"]["amountDetail"]["avgExecPrice"] = avg

@@ -1,4 +1,4 @@
-"""Mapping of the Fidelity order answers and building of the order requests, on the reference's samples."""
+"""Mapping of the Fidelity order answers and building of the order requests, on the captured samples."""
 
 from __future__ import annotations
 

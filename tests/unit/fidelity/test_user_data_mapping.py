@@ -1,4 +1,4 @@
-"""Mapping of the user-data answers (reference 4.29-4.33) on the reference's sample payloads."""
+"""Mapping of the user-data answers on the captured sample payloads."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Lenient reading of upstream values (reference 2.4)."""
+"""Lenient reading of upstream values."""
 
 from __future__ import annotations
 
