@@ -1,9 +1,9 @@
-"""A fake MDDS server on a real loopback socket, speaking section 5 of the upstream reference.
+"""A fake MDDS server on a real loopback socket, speaking MDDS (docs/fidelity-protocol.md, MDDS).
 
 It checks the session cookie on upgrade, greets with a fresh ``SessionId``, answers ``subscribe`` with one
 ``ResponseType "1"`` snapshot per known symbol (plus a ``.GK`` Greeks item for options when asked) and
 ``"-1"``/``ErrorCode "18"`` for unknown ones, all under one 8-hex ``Request`` id per command, and accepts
-``unsubscribe`` by ``Request`` or by ``Symbol``. ``subscribe_virtualbook`` (one symbol, 5.7) answers a snapshot
+``unsubscribe`` by ``Request`` or by ``Symbol``. ``subscribe_virtualbook`` (one symbol) answers a snapshot
 item ``<SYMBOL>.VB`` with 25 levels a side on the 462-940 field ranges (``"-1"``/``18`` for an unknown symbol),
 under its own ``Request``; ``publish_book()`` sends updates of the changed levels only, and both ``unsubscribe``
 by that ``Request`` and ``unsubscribe_virtualbook`` by ``Symbol`` (the SDK's uncaptured guess) end it.
@@ -29,7 +29,7 @@ from aiohttp import WSMsgType, web
 
 MDDS_HOST_PATH = "/mdds-i-tc.fidelity.com/"
 
-# The captured RKLB snapshot of the reference (5.4), field for field.
+# The captured RKLB snapshot, field for field.
 RKLB_SNAPSHOT = {
     "0": "success",
     "1": "Rocket Lab",

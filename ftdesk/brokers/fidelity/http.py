@@ -1,12 +1,12 @@
-"""The HTTP core every Fidelity module calls through (upstream reference, sections 2, 3.8 and 7).
+"""The HTTP core every Fidelity module calls through (docs/fidelity-protocol.md: hosts, session, errors).
 
 One ``FidelityHttp`` is one login session: one aiohttp ``ClientSession`` with one cookie jar (the cookies
-*are* the session, 2.2). It sends the login or the data header profile of 2.1 with a fresh ``fsreqid``
+*are* the session). It sends the login or the data header profile with a fresh ``fsreqid``
 per request, routes every URL through ``UpstreamRouter``, follows redirects itself (so a redirect stays
 on the routed host) and turns what comes back into domain outcomes:
 
 * 401, 403, a redirect towards a login page, or HTML where JSON was expected -> ``SessionExpired``
-  (7.3: the real expired-session answer was never captured, so all the likely forms count);
+  (the real expired-session answer was never captured, so all the likely forms count);
 * any other non-2xx status, a timeout, a transport failure, or a body with ``respTypeCode "E"``
   -> ``BrokerError`` carrying the upstream's own message.
 
@@ -71,7 +71,7 @@ LATENCY_WEIGHT = 0.3
 
 
 class Profile(Enum):
-    """The two header sets of the upstream reference, 2.1."""
+    """The two header sets the app sends: login (ECAAP) and data (everything else)."""
 
     LOGIN = "login"
     DATA = "data"
@@ -134,7 +134,7 @@ class UpstreamResponse:
         if not stripped:
             return None
         if "html" in self.content_type or stripped[:1] == b"<":
-            # 7.3: a login page where JSON was expected is how an expired session most likely looks.
+            # A login page where JSON was expected is how an expired session most likely looks (never captured).
             raise SessionExpired("Fidelity answered with a web page instead of data: the session has expired")
         try:
             return json.loads(stripped)
@@ -181,7 +181,7 @@ class FidelityHttp:
         self._latency = 0.0  # running average of read attempts' durations, seconds
         self.upstream_calls = 0
         self.screener_token: tuple[str, float] | None = None
-        """The LiveVol JWT of this session and when it expires (unix seconds), reused until then (4.28)."""
+        """The LiveVol JWT of this session and when it expires (unix seconds), reused until then."""
 
     @property
     def closed(self) -> bool:
@@ -225,7 +225,8 @@ class FidelityHttp:
         ``read`` marks a call that changes nothing upstream (default: GETs): identical concurrent ones
         share a single upstream call, and one answered 429/502/503/504 or cut off is retried within the
         read budget (then ``BrokerError``). ``form`` sends an urlencoded form instead of a JSON ``body``
-        (4.28); ``text`` sends a body as it is, with the caller's Content-Type (the SOAP XML of 4.31).
+        (LiveVol's sign-in and scan); ``text`` sends a body as it is, with the caller's Content-Type (the SOAP
+        XML of the alert services).
         """
         payload = None if body is None else json.dumps(body, separators=(",", ":"), sort_keys=True)
         extra = dict(headers or {})
@@ -496,7 +497,7 @@ def upstream_message(response: UpstreamResponse) -> str | None:
 
 
 def parse_upstream_detail(detail: str) -> tuple[str | None, str]:
-    """Split ``Code=<X>,Text=<msg>,Source=<s>`` (7.2) into the code and the message; other text is the message."""
+    """Split ``Code=<X>,Text=<msg>,Source=<s>`` into the code and the message; other text is the message."""
     match = _UPSTREAM_CODE.search(detail.strip())
     if match is None:
         return None, detail.strip()
@@ -504,7 +505,7 @@ def parse_upstream_detail(detail: str) -> tuple[str | None, str]:
 
 
 def raise_for_business_error(payload: Any, what: str) -> None:
-    """Raise ``BrokerError`` when a 200 body says ``respTypeCode "E"`` (7.1), with the upstream's message."""
+    """Raise ``BrokerError`` when a 200 body says ``respTypeCode "E"``, with the upstream's message."""
     failed = [record for record in v.walk_dicts(payload) if v.text(record.get("respTypeCode")) == "E"]
     if not failed:
         return

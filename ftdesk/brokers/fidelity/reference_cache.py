@@ -4,10 +4,10 @@ Which upstream answers are kept, and for how long (``CACHED``):
 
 | Endpoint | Kept | Why that long |
 |---|---|---|
-| Holiday calendar (4.33) | 12 h | the exchanges publish it a year ahead |
-| Available markets (4.24) | 1 h | routing destinations and their hours change with a release, not a minute |
-| Symbol search / autosuggest (4.26) | 10 min | listings change daily at most; a trader typing repeats queries |
-| Security context (3.4) | 15 min | entitlements and the member id change with the account, not the session |
+| Holiday calendar | 12 h | the exchanges publish it a year ahead |
+| Available markets | 1 h | routing destinations and their hours change with a release, not a minute |
+| Symbol search / autosuggest | 10 min | listings change daily at most; a trader typing repeats queries |
+| Security context | 15 min | entitlements and the member id change with the account, not the session |
 
 Only 2xx answers are kept, per login session (a new login starts empty), at most ``MAX_ENTRIES`` of them,
 least recently used out first. Everything else (positions, balances, orders, quotes) is never cached.

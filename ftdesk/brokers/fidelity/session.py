@@ -1,6 +1,6 @@
 """The Fidelity session group: login, logout and keep-alive, and the logged-in HTTP client the other groups use.
 
-A login builds a fresh ``FidelityHttp`` (fresh cookie jar) and runs the handshake of section 3; the session
+A login builds a fresh ``FidelityHttp`` (fresh cookie jar) and runs the login handshake; the session
 lives in that client's cookies, which the MDDS and BEPS feeds also read through ``cookies()``. Every other
 group asks ``require()`` for the client at each call, so a logout or a new login is seen at once.
 """
@@ -45,7 +45,7 @@ class FidelitySession:
             try:
                 self.security = await log_in(http, credentials, self._clock)
             except BaseException:
-                # A half-finished login is thrown away, as the app does (3.1): the next try starts clean.
+                # A half-finished login is thrown away, as the app does: the next try starts clean.
                 await http.close()
                 raise
             self._http = http
