@@ -1,4 +1,4 @@
-"""Accounts and portfolio records (function group 2 of the spec).
+"""Accounts and portfolio records (the accounts and portfolio endpoints).
 
 Records named by the spec (AccountFeature, LotDetail, ClosedLotDetail, HardToBorrowPosition,
 ShortInsightDetail, AccrualDetail, CashAccrualDetail) keep its field names unchanged; the others

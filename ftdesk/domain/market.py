@@ -1,4 +1,4 @@
-"""Market-data records (function group 4 of the spec) and the streaming quote."""
+"""Market-data records (the market-data endpoints) and the streaming quote."""
 
 from __future__ import annotations
 

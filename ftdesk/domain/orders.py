@@ -1,4 +1,4 @@
-"""Order records (function group 3 of the spec): requests, previews, placements, status, cancels.
+"""Order records (the order endpoints): requests, previews, placements, status, cancels.
 
 Order lifecycle (``OrderStatus``), the states every broker reports:
 

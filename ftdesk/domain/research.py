@@ -1,4 +1,4 @@
-"""Research records (function group 6 of the spec)."""
+"""Research records (the research endpoints)."""
 
 from __future__ import annotations
 

@@ -109,7 +109,7 @@ class BepsAccountEventFeed:
         where = (
             "host and URL from settings"
             if config.host and config.stream_url
-            else "host and URL: the reference's spservice.fidelity.com (inferred parts overridable)"
+            else "host and URL: the default spservice.fidelity.com (inferred parts overridable)"
         )
         return f"{token}; {mid}; {where}"
 
