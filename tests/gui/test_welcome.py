@@ -11,10 +11,10 @@ import sys
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import QLabel, QLineEdit, QPlainTextEdit, QPushButton
 
-from ftdesk.service.first_run import welcome_mark
 from ftdesk.gui.icons import TrayLook
 from ftdesk.gui.login_dialog import LoginDialog
 from ftdesk.gui.welcome import KEY_PLACEHOLDER, WelcomeDialog
+from ftdesk.service.first_run import welcome_mark
 from tests.fakes.waiting import wait_until
 from tests.gui.desktop_rig import Desktop
 
