@@ -274,10 +274,13 @@ SETTINGS: tuple[SettingSpec, ...] = (
     ),
     SettingSpec(
         "fidelity_read_share",
-        1.0,
+        0.0,
         float_parser(0, 10),
-        "Seconds a Fidelity answer also answers identical reads after it arrives (while reads take 25 ms or more); "
-        "0 = only reads in flight share. Any write (an order, a cancel) ends it.",
+        "Seconds a Fidelity answer also answers identical reads after it arrives (while reads take 25 ms or more). "
+        "Default 0: identical reads share only a call already in flight, so positions, balances and order status "
+        "are never older than the read that asked (a trader must not miss a fill). Opt in (e.g. 1) when many "
+        "clients poll the same data; such answers carry an Age header, and any write (an order, a cancel) ends "
+        "the sharing. Reference data (holiday calendar, available markets, symbol search) has its own windows.",
         "0-10",
     ),
     SettingSpec(

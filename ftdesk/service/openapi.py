@@ -243,6 +243,8 @@ def build_openapi(endpoints: list[Endpoint], *, version: str) -> dict[str, Any]:
         for key, value in ep.extra_openapi.items():
             if key == "responses":
                 operation["responses"].update(value)
+            elif key == "headers":  # headers of the success response
+                operation["responses"][str(ep.status)]["headers"] = value
             else:
                 operation[key] = value
         paths[_PATH_PARAM.sub(lambda m: "{" + m.group(1) + "}", ep.path)][ep.method.lower()] = operation

@@ -20,6 +20,7 @@ from aiohttp.http import HttpProcessingError
 from pydantic import BaseModel, BeforeValidator, ConfigDict, ValidationError
 
 from ftdesk.domain import errors as e
+from ftdesk.domain.freshness import collecting
 from ftdesk.service.envelope import ok_response
 from ftdesk.service.json_input import parse_json
 
@@ -320,10 +321,19 @@ def make_aiohttp_handler(endpoint: Endpoint) -> Callable[[web.Request], Awaitabl
                 )
         if endpoint.body is not None:
             body = validate_json(endpoint.body, await read_json_body(request), "body")
-        result = await endpoint.handler(Call(request=request, body=body, query=query, path=request.match_info))
+        call = Call(request=request, body=body, query=query, path=request.match_info)
+        if endpoint.method != "GET" or endpoint.kind != "json":
+            result = await endpoint.handler(call)
+            return result if isinstance(result, web.StreamResponse) else ok_response(result, status=endpoint.status)
+        # A read says when its answer came from the broker's memory (Cache-Control, Age); other methods'
+        # answers are not cacheable, and what a login inside them read is not what they answer.
+        with collecting() as served:
+            result = await endpoint.handler(call)
         if isinstance(result, web.StreamResponse):
             return result
-        return ok_response(result, status=endpoint.status)
+        response = ok_response(result, status=endpoint.status)
+        response.headers.update(served.headers())
+        return response
 
     setattr(handle, ENDPOINT_KEY, endpoint)
     return handle

@@ -259,8 +259,11 @@ async def test_the_screener_token_is_reused_until_it_expires(
 
 
 async def test_an_answer_serves_identical_reads_for_a_second_and_a_write_ends_that(
-    broker: FidelityBroker, fake: FakeFidelity, clock: WatchedClock
+    make_broker: Callable[..., FidelityBroker], fake: FakeFidelity, clock: WatchedClock
 ) -> None:
+    broker = make_broker(read_share=1.0)  # opted in: the default shares only reads in flight
+    await broker.session.login(credentials())
+
     async def slow_read(seconds: float) -> None:
         before = fake.hits[POSITIONS]
         fake.hold(POSITIONS)
@@ -289,7 +292,11 @@ async def test_an_answer_serves_identical_reads_for_a_second_and_a_write_ends_th
     assert fake.hits[POSITIONS] == hits + 3
 
 
-async def test_answers_of_a_quick_upstream_are_not_kept(broker: FidelityBroker, fake: FakeFidelity) -> None:
+async def test_answers_of_a_quick_upstream_are_not_kept(
+    make_broker: Callable[..., FidelityBroker], fake: FakeFidelity
+) -> None:
+    broker = make_broker(read_share=1.0)  # even with a share window
+    await broker.session.login(credentials())
     for _ in range(3):
         await broker.accounts.get_positions(p.MARGIN)  # the clock does not move: the answers take no time
     assert fake.hits[POSITIONS] == 3

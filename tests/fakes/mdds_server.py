@@ -16,6 +16,7 @@ Served both at ``/`` and at ``/mdds-i-tc.fidelity.com/`` so it also works behind
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import hashlib
 import json
@@ -177,6 +178,7 @@ class FakeMdds:
         self._refusals: list[int] = []
         self._runner: web.AppRunner | None = None
         self._port = 0
+        self._commanded = asyncio.Event()  # set whenever a command arrives
 
     # --- lifecycle ------------------------------------------------------------------------------
 
@@ -212,6 +214,12 @@ class FakeMdds:
     def refuse(self, count: int, status: int = 503) -> None:
         """Answer the next ``count`` upgrades with this HTTP status instead of a WebSocket."""
         self._refusals.extend([status] * count)
+
+    async def commanded(self, name: str, *, count: int = 1) -> None:
+        """Return once ``count`` commands of this name have arrived on the current connection."""
+        while self.current is None or len(self.current.commands_named(name)) < count:
+            self._commanded.clear()
+            await self._commanded.wait()
 
     async def kill(self) -> None:
         """Drop every open connection without a close handshake (like a network failure)."""
@@ -285,6 +293,7 @@ class FakeMdds:
 
     async def _command(self, session: FakeMddsSession, command: dict[str, Any]) -> None:
         session.commands.append(command)
+        self._commanded.set()
         if command.get("SessionId") != session.session_id:
             await session.ws.send_str(json.dumps({"ResponseType": "-1", "ErrorCode": "1", "Data": []}))
         elif command.get("Command") == "subscribe":

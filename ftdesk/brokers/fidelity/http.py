@@ -46,6 +46,7 @@ from ftdesk.brokers.fidelity.reference_cache import ReferenceCache, freshness
 from ftdesk.brokers.fidelity.routing import UpstreamRouter
 from ftdesk.domain.clock import Clock
 from ftdesk.domain.errors import BrokerError, SessionExpired
+from ftdesk.domain.freshness import report as report_served
 
 log = logging.getLogger(__name__)
 
@@ -241,8 +242,10 @@ class FidelityHttp:
         if not read and ttl is None:
             return await self._write(method, url, profile, payload, extra, request_id)
         key = (method, url, (payload or "") + json.dumps(sorted(extra.items())), profile)
-        entry = (self._cache if ttl is not None else self._recent).get(key, self._clock.monotonic())
+        kept = self._cache if ttl is not None else self._recent
+        entry = kept.get(key, self._clock.monotonic())
         if entry is not None:
+            report_served(self._clock.monotonic() - entry.stored_at, entry.ttl)
             return entry.value
         task = self._inflight.get(key)
         if task is None:
@@ -252,7 +255,11 @@ class FidelityHttp:
             self._inflight[key] = task
             task.add_done_callback(lambda done: self._forget(key, done))
         # Shielded: one caller giving up must not cancel the call the others wait for.
-        return await asyncio.shield(task)
+        response = await asyncio.shield(task)
+        stored = kept.peek(key)
+        if stored is not None and stored.value is response:  # fresh, but kept: say for how long it may be reused
+            report_served(self._clock.monotonic() - stored.stored_at, stored.ttl)
+        return response
 
     async def json(
         self,

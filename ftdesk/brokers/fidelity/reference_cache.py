@@ -76,6 +76,10 @@ class ReferenceCache(Generic[T]):
         self.hits += 1
         return entry
 
+    def peek(self, key: object) -> Entry[T] | None:
+        """Return the entry kept for ``key``, fresh or not, without counting a hit."""
+        return self._entries.get(key)
+
     def put(self, key: object, value: T, now: float, ttl: float) -> None:
         """Keep ``value`` for ``ttl`` seconds from ``now``."""
         self._entries[key] = Entry(value, now, ttl)

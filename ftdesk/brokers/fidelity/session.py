@@ -18,6 +18,7 @@ from ftdesk.brokers.fidelity.politeness import Politeness
 from ftdesk.brokers.fidelity.routing import UpstreamRouter
 from ftdesk.domain.clock import Clock
 from ftdesk.domain.errors import AuthRequired
+from ftdesk.domain.freshness import unreported
 from ftdesk.domain.session import BrokerSession, Credentials
 
 log = logging.getLogger(__name__)
@@ -43,7 +44,10 @@ class FidelitySession:
             await self.close()
             http = FidelityHttp(self._config, self._router, self._clock, self._politeness)
             try:
-                self.security = await log_in(http, credentials, self._clock)
+                # A re-login inside a read is not what the reader asked for: its cached security context
+                # must not label the read's answer as cached.
+                with unreported():
+                    self.security = await log_in(http, credentials, self._clock)
             except BaseException:
                 # A half-finished login is thrown away, as the app does: the next try starts clean.
                 await http.close()

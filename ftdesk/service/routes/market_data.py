@@ -13,6 +13,7 @@ from pydantic import (
 
 from ftdesk.domain import errors as e
 from ftdesk.domain.market import AvailableMarkets, BarWidth, ChartResult, Montage, OptionChain, TimeAndSales
+from ftdesk.service.cache_headers import cached_read_openapi
 from ftdesk.service.routes.common import DateRangeQuery, IsoDate, in_market_data, path_symbol, upper_symbol
 from ftdesk.service.routing import Call, QueryBool, QueryModel, RouteTable
 
@@ -143,6 +144,7 @@ async def get_time_and_sales(call: Call[None, TimeAndSalesQuery]) -> TimeAndSale
     response=AvailableMarkets,
     needs_session=True,
     errors=(e.NotFound,),
+    extra_openapi=cached_read_openapi(3600, "1 h: routing destinations change with a release, not a minute"),
 )
 async def get_available_markets(call: Call[None, None]) -> AvailableMarkets:
     """Return the trading destinations an order for this symbol can be routed to; `default` marks AUTO routing."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pydantic import Field
 
 from ftdesk.domain.user_data import Holiday
+from ftdesk.service.cache_headers import cached_read_openapi
 from ftdesk.service.routes.common import in_market_data
 from ftdesk.service.routing import Call, QueryModel, RouteTable
 
@@ -28,6 +29,7 @@ class HolidayQuery(QueryModel):
     query=HolidayQuery,
     response=list[Holiday],
     needs_session=True,
+    extra_openapi=cached_read_openapi(43200, "12 h: the exchanges publish the calendar a year ahead"),
 )
 async def get_holiday_calendar(call: Call[None, HolidayQuery]) -> list[Holiday]:
     """List the US market holidays (`CLOSED`) and early closes (`EARLY_CLOSE`, with `close_time`) of a year, in date

@@ -22,6 +22,7 @@ from ftdesk.domain.research import (
     ScanDefinition,
     ScreenerResult,
 )
+from ftdesk.service.cache_headers import cached_read_openapi
 from ftdesk.service.routes.common import Symbol, SymbolsQuery, in_research, upper_symbol
 from ftdesk.service.routing import BodyModel, Call, QueryModel, RouteTable
 
@@ -238,6 +239,7 @@ async def get_dividends(call: Call[None, SymbolsQuery]) -> list[DividendEvent]:
     query=SearchQuery,
     response=AutosuggestResult,
     needs_session=True,
+    extra_openapi=cached_read_openapi(600, "10 min: listings change daily at most"),
 )
 async def search_symbols(call: Call[None, SearchQuery]) -> AutosuggestResult:
     """Return symbols matching `q` as a symbol or name prefix, best match first (an exact symbol ranks first)."""
