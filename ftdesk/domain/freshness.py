@@ -20,10 +20,14 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class Served:
-    """One answer served from memory: ``age`` seconds since the upstream gave it, fresh for ``max_age`` in all."""
+    """One answer kept in memory: ``age`` seconds since the upstream gave it, fresh for ``max_age`` in all.
+
+    ``fresh`` says it was just fetched for this request (and kept for others): no ``Age`` for it.
+    """
 
     age: float
     max_age: float
+    fresh: bool = False
 
 
 class FreshnessRecord:
@@ -44,7 +48,7 @@ class FreshnessRecord:
         remaining = min(item.max_age - item.age for item in self.served)
         whole_age = math.floor(age)
         headers = {"Cache-Control": f"max-age={max(0, round(age + remaining))}"}
-        if age > 0:
+        if not all(item.fresh for item in self.served):  # even "Age: 0" says it came from memory
             headers["Age"] = str(whole_age)
         return headers
 
@@ -76,8 +80,11 @@ def unreported() -> Iterator[None]:
         _RECORD.reset(token)
 
 
-def report(age: float, max_age: float) -> None:
-    """Note that the current request is being answered from memory; nothing happens when nobody collects."""
+def report(age: float, max_age: float, *, fresh: bool = False) -> None:
+    """Note that the current request's answer is kept in memory (``fresh``: just fetched, else served from it).
+
+    Nothing happens when nobody collects.
+    """
     record = _RECORD.get()
     if record is not None:
-        record.served.append(Served(max(0.0, age), max_age))
+        record.served.append(Served(max(0.0, age), max_age, fresh))

@@ -21,8 +21,14 @@ def test_a_cached_answer_says_its_age_in_whole_seconds_and_its_lifetime() -> Non
 
 def test_a_fresh_answer_that_was_kept_says_only_how_long_it_may_be_reused() -> None:
     with collecting() as record:
-        report(0.0, 600)
+        report(0.0, 600, fresh=True)
     assert record.headers() == {"Cache-Control": "max-age=600"}
+
+
+def test_an_answer_from_memory_says_age_0_even_within_its_first_second() -> None:
+    with collecting() as record:
+        report(0.0, 600)
+    assert record.headers() == {"Age": "0", "Cache-Control": "max-age=600"}
 
 
 def test_two_answers_combine_into_the_oldest_age_and_the_shortest_remaining_life() -> None:

@@ -258,7 +258,7 @@ class FidelityHttp:
         response = await asyncio.shield(task)
         stored = kept.peek(key)
         if stored is not None and stored.value is response:  # fresh, but kept: say for how long it may be reused
-            report_served(self._clock.monotonic() - stored.stored_at, stored.ttl)
+            report_served(self._clock.monotonic() - stored.stored_at, stored.ttl, fresh=True)
         return response
 
     async def json(
