@@ -16,6 +16,7 @@ import logging
 from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 from pydantic import SecretStr
@@ -67,7 +68,7 @@ class AppStatus:
         return self.session is SessionState.LOGGED_IN and HubState.RECONNECTING in (self.quotes, self.events)
 
 
-STREAM_NAMES = {"quotes": "Market-data stream", "events": "Account-event stream"}
+STREAM_NAMES = MappingProxyType({"quotes": "Market-data stream", "events": "Account-event stream"})
 
 
 def fill_message(event: AccountEvent) -> tuple[str, str]:

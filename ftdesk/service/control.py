@@ -39,7 +39,7 @@ from ftdesk.service.settings_changes import SaveOutcome, save_changes, validate_
 from ftdesk.streaming.events import AccountEventHub
 from ftdesk.streaming.models import ConsumerClosed, HubState
 
-__all__ = [
+__all__ = (
     "SETTINGS_BY_NAME",
     "AccountEventListener",
     "ConfigError",
@@ -59,7 +59,7 @@ __all__ = [
     "StateListener",
     "StreamStatus",
     "validate_setting",
-]
+)
 # Re-exported for the desktop app, which may import nothing else of the service:
 # ``Settings``, ``SettingSpec`` and ``SETTINGS_BY_NAME`` (the settings table the dialog is built from),
 # ``ConfigError`` (a setting ftdesk cannot use), ``PortInUseError`` (the port is taken at start),

@@ -36,6 +36,7 @@ import random
 import sqlite3
 from collections.abc import Sequence
 from datetime import timedelta
+from types import MappingProxyType
 from typing import Any
 
 from ftdesk.brokers.paper.engine_checks import OrderChecks
@@ -91,9 +92,9 @@ from ftdesk.domain.orders import (
     TradeAgreementResult,
 )
 
-__all__ = ["KNOWN_AGREEMENTS", "OrderEngine"]
+__all__ = ("KNOWN_AGREEMENTS", "OrderEngine")
 
-KNOWN_AGREEMENTS = {"MULTI_LEG_OPTIONS": "Multi-leg option orders (spreads, straddles, combinations)"}
+KNOWN_AGREEMENTS = MappingProxyType({"MULTI_LEG_OPTIONS": "Multi-leg option orders (spreads, straddles, combinations)"})
 """Trade agreements the paper brokerage knows; multi-leg option orders require MULTI_LEG_OPTIONS."""
 
 _RECENT = timedelta(days=30)

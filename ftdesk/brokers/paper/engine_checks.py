@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from decimal import Decimal
+from types import MappingProxyType
 
 from ftdesk.brokers.paper.engine_model import EQUITY, MULTI_LEG, OPTION, Row, Spec, money_text, reject, row_from_db
 from ftdesk.brokers.paper.engine_pricing import Priced, Pricer
@@ -22,14 +23,16 @@ from ftdesk.domain.errors import NotFound
 from ftdesk.domain.market import Quote
 from ftdesk.domain.orders import ConditionalType, PositionIntent
 
-_MAX_QTY = {EQUITY: 1_000_000, OPTION: 10_000, MULTI_LEG: 10_000}
+_MAX_QTY = MappingProxyType({EQUITY: 1_000_000, OPTION: 10_000, MULTI_LEG: 10_000})
 _PRICE_BAND = 5  # a limit or stop more than 5x (or, for equities, less than 1/5 of) the last price is refused
-_LEVELS = {
-    1: "covered call writing",
-    2: "buying calls and puts and cash-secured puts",
-    3: "spreads",
-    4: "uncovered (naked) option writing",
-}
+_LEVELS = MappingProxyType(
+    {
+        1: "covered call writing",
+        2: "buying calls and puts and cash-secured puts",
+        3: "spreads",
+        4: "uncovered (naked) option writing",
+    }
+)
 
 
 class OrderChecks:

@@ -7,6 +7,7 @@ import math
 import sqlite3
 from dataclasses import dataclass
 from decimal import Decimal
+from types import MappingProxyType
 from typing import Any
 
 from ftdesk.brokers.paper.ledger_money import dollars, price_float, price_of
@@ -96,9 +97,9 @@ CREATE TABLE IF NOT EXISTS paper_agreements (
 EQUITY, OPTION, MULTI_LEG = "EQUITY", "OPTION", "MULTI_LEG"
 WORKING = (OrderStatus.OPEN.value, OrderStatus.PARTIALLY_FILLED.value, OrderStatus.PENDING_TRIGGER.value)
 
-_EQUITY_DESC = {"B": "Buy", "S": "Sell", "SS": "Sell Short", "BC": "Buy to Cover"}
-_OPTION_DESC = {"BC": "Buy Call", "SC": "Sell Call", "BP": "Buy Put", "SP": "Sell Put"}
-_NET_DESC = {"DB": "Net Debit", "CR": "Net Credit", "EV": "Even"}
+_EQUITY_DESC = MappingProxyType({"B": "Buy", "S": "Sell", "SS": "Sell Short", "BC": "Buy to Cover"})
+_OPTION_DESC = MappingProxyType({"BC": "Buy Call", "SC": "Sell Call", "BP": "Buy Put", "SP": "Sell Put"})
+_NET_DESC = MappingProxyType({"DB": "Net Debit", "CR": "Net Credit", "EV": "Even"})
 
 
 @dataclass(frozen=True)

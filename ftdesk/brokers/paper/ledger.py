@@ -44,7 +44,7 @@ from ftdesk.domain.accounts import (
 )
 from ftdesk.domain.clock import Clock
 
-__all__ = ["LEDGER_SCHEMA", "Ledger"]
+__all__ = ("LEDGER_SCHEMA", "Ledger")
 
 LEDGER_SCHEMA = """
 CREATE TABLE IF NOT EXISTS paper_accounts (

@@ -21,8 +21,9 @@ from __future__ import annotations
 import functools
 import inspect
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import replace
+from types import MappingProxyType
 from typing import Any, TypeVar
 
 from aiohttp import web
@@ -51,22 +52,24 @@ PLACE_ERRORS: tuple[type[e.FtdeskError], ...] = (
     e.IdempotencyKeyReused,
     e.NotFound,
 )
-PLACE_OPENAPI: dict[str, Any] = {
-    "parameters": [
-        {
-            "name": IDEMPOTENCY_HEADER,
-            "in": "header",
-            "required": False,
-            "schema": {"type": "string", "minLength": 1, "maxLength": 255, "pattern": "^[\\x21-\\x7e]+$"},
-            "description": "Any unique string (a UUID) per intended order. A retry with the same key and body "
-            "returns the first answer (with `Idempotent-Replayed: true`) instead of placing a second order, "
-            "also after a restart; the same key with another body is IDEMPOTENCY_KEY_REUSED; while the first "
-            "request is in flight, CONFLICT. Only answers from the broker are remembered: a refusal before the "
-            "broker (LIVE_TRADING_DISABLED, PREVIEW_*, VALIDATION_ERROR, AUTH_REQUIRED) can be retried with the "
-            "same key. Keys are kept 30 days.",
-        }
-    ]
-}
+PLACE_OPENAPI: Mapping[str, Any] = MappingProxyType(
+    {
+        "parameters": [
+            {
+                "name": IDEMPOTENCY_HEADER,
+                "in": "header",
+                "required": False,
+                "schema": {"type": "string", "minLength": 1, "maxLength": 255, "pattern": "^[\\x21-\\x7e]+$"},
+                "description": "Any unique string (a UUID) per intended order. A retry with the same key and body "
+                "returns the first answer (with `Idempotent-Replayed: true`) instead of placing a second order, "
+                "also after a restart; the same key with another body is IDEMPOTENCY_KEY_REUSED; while the first "
+                "request is in flight, CONFLICT. Only answers from the broker are remembered: a refusal before the "
+                "broker (LIVE_TRADING_DISABLED, PREVIEW_*, VALIDATION_ERROR, AUTH_REQUIRED) can be retried with the "
+                "same key. Keys are kept 30 days.",
+            }
+        ]
+    }
+)
 
 _PLACE_RULES = """
 
