@@ -24,7 +24,8 @@ Rules (the trader-visible contract of the paper brokerage):
   action cannot change.
 * Conditional orders (OTO, OCO, OTOCO; ``engine_links``): a place accepts all the preview's
   conf_nums (or the first n-1, as the upstream SDK sends them). Conditional replace swaps listed
-  working legs.
+  working legs. Any replace of a leg (plain or conditional) keeps the order's links in one transaction:
+  a replaced primary hands its waiting legs to its replacement, and a replaced OCO leg stays in the pair.
 * Buying power (``engine_pricing``): each order is checked against the account's capacity
   (``ledger_risk``) minus what its working orders already use.
 """
@@ -410,7 +411,8 @@ class OrderEngine:
         rows = []
         for index, (spec, conf) in enumerate(zip(specs, confs, strict=True)):
             if replacing:
-                old = replacing[index]
+                # Read again: when this batch already replaced the leg's primary, the leg now waits for the new one.
+                old = self._rows.load(conn, replacing[index].conf_num)
                 row = self._rows.insert(
                     conn,
                     conf,
@@ -423,10 +425,7 @@ class OrderEngine:
                     "UPDATE paper_orders SET status = 'REPLACED', replaced_by = ?, updated_time = ? WHERE conf_num = ?",
                     (conf, iso_time(self._clock.now()), old.conf_num),
                 )
-                conn.execute(
-                    "UPDATE paper_orders SET parent_conf_num = ? WHERE parent_conf_num = ? AND status IN (?, ?, ?)",
-                    (conf, old.conf_num, *WORKING),
-                )
+                self._links.hand_over(conn, old, conf)
                 self._rows.publish_order(EventType.ORDER_UPDATE, self._rows.load(conn, old.conf_num), replaced_by=conf)
             elif cond is None:
                 row = self._rows.insert(conn, conf, spec, OrderStatus.OPEN)

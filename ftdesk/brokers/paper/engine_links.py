@@ -3,14 +3,16 @@
 OTO: leg 1 waits in PENDING_TRIGGER until leg 0 is completely filled. OCO: both legs work; a fill
 of one reduces the other by the same quantity and a complete fill cancels it. OTOCO: leg 0, then
 legs 1 and 2 as an OCO pair. Canceling one leg of an OCO pair cancels the pair; canceling (or the
-expiry of) the primary of an OTO/OTOCO cancels the legs waiting for it.
+expiry of) the primary of an OTO/OTOCO cancels the legs waiting for it. A replace keeps the links: the
+replacement stays in the group (so an OCO pair stays a pair) and a replaced primary hands the legs waiting for
+it to its replacement, in the replace's transaction.
 """
 
 from __future__ import annotations
 
 import sqlite3
 
-from ftdesk.brokers.paper.engine_model import Row, Spec, equity_spec, reject, words
+from ftdesk.brokers.paper.engine_model import WORKING, Row, Spec, equity_spec, reject, words
 from ftdesk.brokers.paper.engine_rows import OrderRows
 from ftdesk.brokers.paper.store import PaperStore
 from ftdesk.brokers.paper.userdata import iso_time
@@ -91,6 +93,22 @@ class OrderLinks:
                 )
                 triggered = self._rows.load(conn, sibling.conf_num)
                 self._rows.publish_order(EventType.ORDER_UPDATE, triggered, event="TRIGGERED", by=row.conf_num)
+
+    def hand_over(self, conn: sqlite3.Connection, old: Row, new_conf: str) -> None:
+        """Make the working legs waiting for a replaced order wait for its replacement instead.
+
+        Runs in the replace's own transaction. An OCO partner needs nothing: the pair is keyed by the
+        conditional group, which the replacement keeps.
+        """
+        working = ",".join("?" * len(WORKING))
+        waiting = conn.execute(
+            f"SELECT conf_num FROM paper_orders WHERE parent_conf_num = ? AND status IN ({working})",
+            (old.conf_num, *WORKING),
+        ).fetchall()
+        for (conf_num,) in waiting:
+            conn.execute("UPDATE paper_orders SET parent_conf_num = ? WHERE conf_num = ?", (new_conf, conf_num))
+            moved = self._rows.load(conn, conf_num)
+            self._rows.publish_order(EventType.ORDER_UPDATE, moved, event="PRIMARY_REPLACED", by=new_conf)
 
     def extra_position(self, row: Row) -> int:
         """Shares a waiting conditional leg may use because its primary will buy (or short) them."""
