@@ -41,7 +41,7 @@ from ftdesk.domain.clock import Clock
 from ftdesk.domain.errors import NotFound
 from ftdesk.domain.events import EventType
 from ftdesk.domain.market import Quote
-from ftdesk.domain.orders import OrderStatus, PriceType
+from ftdesk.domain.orders import DebitCredit, OrderStatus, PriceType
 
 
 class Matcher:
@@ -177,7 +177,7 @@ class Matcher:
                 return 0
         qty = row.remaining
         changes = [(leg.symbol, leg.sign * units * qty, prices[leg.symbol]) for leg, units in spec.leg_units()]
-        self._fill(conn, row, qty, abs(net), changes)
+        self._fill(conn, row, qty, net, changes)  # signed: a debit positive, a credit negative
         return 1
 
     def _fill(
@@ -203,11 +203,12 @@ class Matcher:
             row,
             status=status.value,
             fill_qty=qty,
-            price=price_float(price),
+            price=price_float(abs(price)),
             cum_qty=cumulative,
             remaining_qty=spec.qty - cumulative,
-            avg_price=price_float(value / cumulative),
+            avg_price=price_float(abs(value / cumulative)),
             partial=status is OrderStatus.PARTIALLY_FILLED,
+            **({"debit_credit": _side(value)} if spec.kind == MULTI_LEG else {}),
         )
         conn.execute(
             "UPDATE paper_orders SET filled_qty = ?, fill_value = ?, commission_cents = commission_cents + ?,"
@@ -234,3 +235,8 @@ class Matcher:
             return False
         options = (self._ledger.instrument(symbol).option for symbol in symbols)
         return any(option is not None and option_expired(option, now) for option in options)
+
+
+def _side(net: Decimal) -> str:
+    """Return DB, CR or EV for a spread's signed net."""
+    return DebitCredit.DEBIT.value if net > 0 else DebitCredit.CREDIT.value if net < 0 else DebitCredit.EVEN.value

@@ -100,6 +100,7 @@ WORKING = (OrderStatus.OPEN.value, OrderStatus.PARTIALLY_FILLED.value, OrderStat
 _EQUITY_DESC = MappingProxyType({"B": "Buy", "S": "Sell", "SS": "Sell Short", "BC": "Buy to Cover"})
 _OPTION_DESC = MappingProxyType({"BC": "Buy Call", "SC": "Sell Call", "BP": "Buy Put", "SP": "Sell Put"})
 _NET_DESC = MappingProxyType({"DB": "Net Debit", "CR": "Net Credit", "EV": "Even"})
+_NET_WORD = MappingProxyType({"DB": "debit", "CR": "credit", "EV": "even"})
 
 
 @dataclass(frozen=True)
@@ -204,8 +205,23 @@ class Row:
 
     @property
     def avg_price(self) -> Decimal | None:
-        """Average execution price, once something filled."""
+        """Average execution price, once something filled (a spread's net: a debit positive, a credit negative)."""
         return self.fill_value / self.filled_qty if self.filled_qty else None
+
+    @property
+    def fill_side(self) -> str | None:
+        """Return DB, CR or EV for what a multi-leg order's fills netted to (None before a fill, or for one leg)."""
+        avg = self.avg_price
+        if self.spec.kind != MULTI_LEG or avg is None:
+            return None
+        if avg < 0:
+            return DebitCredit.CREDIT.value
+        if avg == 0:
+            return DebitCredit.EVEN.value
+        if self.spec.action == DebitCredit.CREDIT.value and self.spec.price_type is PriceType.LIMIT:
+            # A credit limit never fills at a debit; fills stored before they kept their sign hold the magnitude.
+            return DebitCredit.CREDIT.value
+        return DebitCredit.DEBIT.value
 
 
 def row_from_db(r: sqlite3.Row) -> Row:
@@ -329,10 +345,12 @@ def status_desc(row: Row) -> str:
     spec = row.spec
     avg = row.avg_price
     executed = f"{row.filled_qty:,} of {spec.qty:,}"
+    side = row.fill_side
+    price = "" if avg is None else money_text(abs(avg)) + (f" {_NET_WORD[side]}" if side else "")
     if row.status is OrderStatus.FILLED and avg is not None:
-        return f"Filled at {money_text(avg)}"
+        return f"Filled at {price}"
     if row.status is OrderStatus.PARTIALLY_FILLED and avg is not None:
-        return f"Partially filled: {executed} at {money_text(avg)} average"
+        return f"Partially filled: {executed} at {price} average"
     if row.status is OrderStatus.PENDING_TRIGGER:
         return f"Waiting for order {row.parent_conf_num} to fill"
     if row.status is OrderStatus.OPEN:
@@ -355,6 +373,7 @@ def to_order(row: Row) -> Order:
     """Return the Order record of a stored order."""
     spec = row.spec
     avg = row.avg_price
+    side = row.fill_side
     return Order(
         acct_num=spec.acct_num,
         id_detail=OrderIdDetail(
@@ -368,14 +387,15 @@ def to_order(row: Row) -> Order:
             qty=float(spec.qty),
             qty_exec=float(row.filled_qty),
             qty_remaining=float(row.remaining if row.working else 0),
-            avg_exec_price=price_float(avg) if avg is not None else None,
+            avg_exec_price=price_float(abs(avg)) if avg is not None else None,
             commission=dollars(row.commission_cents),
             reject_reason=row.reject_reason,
         ),
         order_detail=OrderBaseDetail(
             symbol=spec.symbol,
-            action=spec.action,
-            action_desc=spec.action_desc,
+            # A filled spread names the side it filled at (a market spread states none); the price is its size.
+            action=side or spec.action,
+            action_desc=_NET_DESC[side] if side else spec.action_desc,
             qty=float(spec.qty),
             price_type=spec.price_type,
             limit_price=price_float(spec.limit) if spec.limit is not None else None,
