@@ -172,7 +172,9 @@ async def preview_conditional_replace(call: Call[ConditionalReplacePreviewBody, 
 @document(place_rules("POST /api/v1/orders/conditional/replace/preview", plural=True))
 async def place_conditional_replace(call: Call[ConditionalReplacePlaceBody, None]) -> OrderPlacement | web.Response:
     """Place a conditional replace: the fields of its preview (with `orig_conf_nums`), unchanged, plus the
-    preview's `conf_nums`. The replaced legs become REPLACED.
+    preview's `conf_nums`. The replaced legs become REPLACED and their replacements take their places in the
+    order, atomically: legs waiting for a replaced primary wait for (and trigger on) its replacement, and a
+    replaced OCO leg stays one-cancels-other with its partner.
     """
     replace_order, conf_nums = call.body.to_domain(), list(call.body.conf_nums)
     return await place(
