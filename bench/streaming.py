@@ -177,7 +177,7 @@ def stalled(index):
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
     sock.connect((host, port))
     auth = f"Authorization: Bearer {spec['key']}\r\n"
-    if path.startswith("/ws"):
+    if "/ws/quotes" in path:
         sock.sendall((f"GET {path} HTTP/1.1\r\nHost: {host}:{port}\r\n{auth}Upgrade: websocket\r\n"
                       "Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
                       "Sec-WebSocket-Version: 13\r\n\r\n").encode())
@@ -655,7 +655,7 @@ async def streaming_rows(args: argparse.Namespace) -> tuple[list[Row], list[str]
 
         port = int(runtime.url.rsplit(":", 1)[1])
         url_sse = f"{runtime.url}/api/v1/streaming/quotes?symbols={','.join(symbols)}"
-        url_ws = f"{runtime.url.replace('http', 'ws', 1)}/ws/quotes"
+        url_ws = f"{runtime.url.replace('http', 'ws', 1)}/api/v1/ws/quotes"
         url_bare = f"http://127.0.0.1:{bare_port}/quotes"
         emitter = asyncio.ensure_future(upstream.run())
         probe.start()
@@ -681,7 +681,10 @@ async def streaming_rows(args: argparse.Namespace) -> tuple[list[Row], list[str]
                     "host": "127.0.0.1",
                     "port": port,
                     "key": API_KEY,
-                    "paths": [f"/api/v1/streaming/quotes?symbols={','.join(symbols + fill_symbols)}", "/ws/quotes"],
+                    "paths": [
+                        f"/api/v1/streaming/quotes?symbols={','.join(symbols + fill_symbols)}",
+                        "/api/v1/ws/quotes",
+                    ],
                 }
                 began = time.perf_counter()
                 stalled_procs = await start_clients([stalled_spec])
@@ -839,7 +842,7 @@ async def cold_symbols_row(*, warm_up: bool, count: int = 100) -> dict[str, floa
                 for p in await broker.accounts.get_positions(a.acct_num)
             }
             symbols = [s for s in Universe.load().symbols if s not in held][:count]
-            url = f"{runtime.url.replace('http', 'ws', 1)}/ws/quotes"
+            url = f"{runtime.url.replace('http', 'ws', 1)}/api/v1/ws/quotes"
             proc = await asyncio.create_subprocess_exec(
                 sys.executable,
                 "-c",

@@ -58,6 +58,7 @@ SKIPPED = {
     ("POST", "/api/v1/auth/login"),
     ("GET", "/api/v1/streaming/quotes"),
     ("GET", "/api/v1/streaming/events"),
+    ("GET", "/api/v1/ws/quotes"),
     ("GET", "/ws/quotes"),
 }
 

@@ -16,6 +16,7 @@ from ftdesk.app import ServiceRuntime
 from ftdesk.domain.clock import SystemClock
 from ftdesk.logs import SecretRedactor
 from ftdesk.service.quote_frames import MAX_STREAM_SYMBOLS
+from ftdesk.service.routes.streaming_ws import WS_QUOTES_ALIAS, WS_QUOTES_PATH
 from ftdesk.service.streaming_state import StreamingOptions
 from ftdesk.streaming.models import ConsumerStatus
 from tests.conftest import TEST_API_KEY, RunningService
@@ -103,9 +104,16 @@ async def open_sse(
         response.close()  # release() would read the never-ending body to reuse the connection
 
 
-async def open_ws(service: RunningService, **kwargs) -> aiohttp.ClientWebSocketResponse:
-    headers = {**service.auth, **kwargs.pop("headers", {})}
-    return await service.http.ws_connect(service.url("/ws/quotes"), headers=headers, **kwargs)
+async def open_ws(
+    service: RunningService, path: str = WS_QUOTES_PATH, *, auth: bool = True, **kwargs
+) -> aiohttp.ClientWebSocketResponse:
+    """Open the quote WebSocket (at its canonical path under /api/v1 unless told otherwise)."""
+    headers = {**(service.auth if auth else {}), **kwargs.pop("headers", {})}
+    return await service.http.ws_connect(service.url(path), headers=headers, **kwargs)
+
+
+# The canonical path, and the alias kept from before the WebSocket moved under /api/v1: they must behave alike.
+BOTH_WS_PATHS = pytest.mark.parametrize("ws_path", [WS_QUOTES_PATH, WS_QUOTES_ALIAS], ids=["canonical", "alias"])
 
 
 async def ws_next(ws: aiohttp.ClientWebSocketResponse, wanted: Callable[[dict], bool]) -> dict:
@@ -217,10 +225,11 @@ async def test_sse_refuses_bad_symbol_lists_before_streaming(start_service) -> N
 # --- WebSocket -------------------------------------------------------------------------------------------
 
 
-async def test_ws_subscribe_is_acknowledged_then_quotes_flow(start_service) -> None:
+@BOTH_WS_PATHS
+async def test_ws_subscribe_is_acknowledged_then_quotes_flow(start_service, ws_path: str) -> None:
     service = await start_service()
     await service.login()
-    ws = await open_ws(service)
+    ws = await open_ws(service, ws_path)
     try:
         await ws.send_json({"action": "subscribe", "symbols": ["aapl", "ZZZZQ"]})
         ack = await ws_next(ws, of_type("ack"))
@@ -289,15 +298,30 @@ async def test_ws_subscription_before_login_streams_after_login(start_service) -
         await ws.close()
 
 
-async def test_ws_handshake_from_a_foreign_origin_is_refused(start_service) -> None:
+@BOTH_WS_PATHS
+async def test_ws_handshake_from_a_foreign_origin_is_refused(start_service, ws_path: str) -> None:
     service = await start_service()
     with pytest.raises(aiohttp.WSServerHandshakeError) as refused:
-        await open_ws(service, headers={"Origin": "http://evil.example"})
+        await open_ws(service, ws_path, headers={"Origin": "http://evil.example"})
     assert refused.value.status == 403
-    ws = await open_ws(service, headers={"Origin": service.base_url})
+    ws = await open_ws(service, ws_path, headers={"Origin": service.base_url})
     await ws.close()
-    status, body = await service.call("GET", "/ws/quotes")
+    status, body = await service.call("GET", ws_path)
     assert status == 400 and body["error"]["code"] == "MALFORMED_REQUEST", "a plain GET is not a WebSocket"
+
+
+@BOTH_WS_PATHS
+async def test_ws_handshake_needs_the_api_key_in_the_header_or_the_query(start_service, ws_path: str) -> None:
+    service = await start_service()
+    with pytest.raises(aiohttp.WSServerHandshakeError) as refused:
+        await open_ws(service, ws_path, auth=False)
+    assert refused.value.status == 403
+    ws = await open_ws(service, f"{ws_path}?api_key={TEST_API_KEY}", auth=False)
+    try:
+        await ws.send_json({"action": "ping"})
+        assert await ws_next(ws, lambda f: f["type"] != "status") == {"type": "pong"}
+    finally:
+        await ws.close()
 
 
 # --- REST control and status -------------------------------------------------------------------------------
@@ -400,12 +424,16 @@ async def test_the_streams_are_documented_with_their_frames(start_service) -> No
     assert "event: quote" in sse["responses"]["200"]["description"]
     assert {p["name"] for p in sse["parameters"]} == {"symbols", "depth", "api_key"}
     assert "event: book" in sse["responses"]["200"]["description"]
-    ws = spec["paths"]["/ws/quotes"]["get"]
+    ws = spec["paths"]["/api/v1/ws/quotes"]["get"]
     assert '"type": "pong"' in ws["responses"]["101"]["description"]
     assert (
         '"depth": true' in ws["responses"]["101"]["description"]
         and '"type": "book"' in ws["responses"]["101"]["description"]
     )
+    assert "`/ws/quotes`" in ws["description"], "the canonical operation names its alias"
+    alias = spec["paths"]["/ws/quotes"]["get"]
+    assert "alias" in alias["summary"] and "/api/v1/ws/quotes" in alias["responses"]["101"]["description"]
+    assert alias["security"] == ws["security"] and alias["parameters"] == ws["parameters"]
     for path in ("/streaming/subscribe", "/streaming/unsubscribe", "/streaming/subscriptions", "/streaming/status"):
         assert f"/api/v1{path}" in spec["paths"]
 
@@ -464,7 +492,7 @@ class QuoteClient:
             assert response.status == 200
             client.sse = SseReader(response)
         else:
-            client.ws = await http.ws_connect(service.url("/ws/quotes"), headers=service.auth)
+            client.ws = await http.ws_connect(service.url(WS_QUOTES_PATH), headers=service.auth)
             await client.ws.send_json({"action": "subscribe", "symbols": symbols})
             ack = await ws_next(client.ws, lambda f: f["type"] != "status")
             assert ack["type"] == "ack", "the ack comes before any quote of the new symbols"

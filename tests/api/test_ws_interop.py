@@ -5,7 +5,7 @@ the two share (framing, the close handshake, compression, pings) would pass unno
 may use any client; `websockets` is the most widely used Python one. These tests drive the real service
 through it: the handshake with the API key (and without it: 403 in the envelope), the
 subscribe/ack/quote exchange with permessage-deflate on, protocol pings answered, and the GOING_AWAY
-close at shutdown.
+close at shutdown (on the canonical path and on the alias kept from before it moved under /api/v1).
 """
 
 from __future__ import annotations
@@ -18,13 +18,14 @@ import pytest
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
+from ftdesk.service.routes.streaming_ws import WS_QUOTES_ALIAS, WS_QUOTES_PATH
 from tests.conftest import RunningService
 
 WAIT = 5.0  # upper bound of every wait below; the frames come in well under a second
 
 
-def ws_url(service: RunningService) -> str:
-    return service.base_url.replace("http://", "ws://", 1) + "/ws/quotes"
+def ws_url(service: RunningService, path: str = WS_QUOTES_PATH) -> str:
+    return service.base_url.replace("http://", "ws://", 1) + path
 
 
 async def next_frame(ws: ClientConnection, wanted: Callable[[dict], bool]) -> dict:
@@ -72,9 +73,10 @@ async def test_a_handshake_without_the_api_key_is_refused_in_the_envelope(start_
     assert body["error"]["code"] == "API_KEY_INVALID"
 
 
-async def test_shutdown_closes_a_websockets_client_with_going_away(start_service) -> None:
+@pytest.mark.parametrize("path", [WS_QUOTES_PATH, WS_QUOTES_ALIAS], ids=["canonical", "alias"])
+async def test_shutdown_closes_a_websockets_client_with_going_away(start_service, path: str) -> None:
     service = await start_service()
-    async with connect(ws_url(service), additional_headers=service.auth) as ws:
+    async with connect(ws_url(service, path), additional_headers=service.auth) as ws:
         await next_frame(ws, lambda f: f["type"] == "status")
         await service.runtime.stop()
         with pytest.raises(ConnectionClosed) as closed:

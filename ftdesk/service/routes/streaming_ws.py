@@ -1,4 +1,7 @@
-"""Streaming quotes over a WebSocket (WS /ws/quotes): subscribe and unsubscribe by client frame, quotes as JSON frames.
+"""Streaming quotes over a WebSocket (WS /api/v1/ws/quotes): subscribe and unsubscribe by frame, quotes as JSON frames.
+
+The same connection is also served at ``/ws/quotes``, the path of the first releases, kept as an alias: one handler
+serves both, so authentication, the Host and Origin checks, the frames and shutdown cannot drift apart.
 
 Each WebSocket is a consumer of the one ``QuoteHub``; no brokerage session is needed to connect or subscribe.
 The handler runs inside ``StreamRegistry.track`` so that shutdown closes the socket at once.
@@ -37,12 +40,17 @@ from ftdesk.streaming.models import ConsumerClosed, QuoteItem
 routes = RouteTable(tag="streaming")
 log = logging.getLogger(__name__)
 
+WS_QUOTES_PATH = "/api/v1/ws/quotes"
+"""Where the quote WebSocket is served: under ``/api/v1`` like every other path of the API."""
+WS_QUOTES_ALIAS = "/ws/quotes"
+"""The path the quote WebSocket had before it moved under ``/api/v1``; it stays, and behaves identically."""
+
 WS_CLOSE_TIMEOUT = 1.0
 """Seconds the server waits for the client's close frame after closing a WebSocket."""
 
 
 class WsClientMessage(BaseModel):
-    """One client frame of WS /ws/quotes (strict, like request bodies: JSON types are taken as they are)."""
+    """One client frame of the quote WebSocket (strict, like request bodies: JSON types are taken as they are)."""
 
     model_config = ConfigDict(extra="forbid", strict=True)
 
@@ -184,9 +192,11 @@ when the service stops, and with 1011 (internal error) if the connection hits an
 under the handshake's request id): a connection is never left open without being served.
 """
 
+ALIAS_DESCRIPTION = f"Switching Protocols: the WebSocket is open; its frames are those of `{WS_QUOTES_PATH}`."
+
 
 @routes.get(
-    "/ws/quotes",
+    WS_QUOTES_PATH,
     full_path=True,
     summary="Stream quotes (WebSocket)",
     kind="websocket",
@@ -201,8 +211,33 @@ async def quotes_websocket(call: Call[None, None]) -> web.StreamResponse:
     symbols subscribed before login start streaming after login. The handshake must come from this machine
     (a foreign Origin is refused with ORIGIN_NOT_ALLOWED, as on every endpoint); browsers pass the key as
     `api_key` in the query. A plain HTTP request (no upgrade) is MALFORMED_REQUEST. See the 101 response for
-    the frames.
+    the frames. The same WebSocket is also served at `/ws/quotes`, an alias kept for scripts written before
+    it moved under `/api/v1`.
     """
+    return await _open_quotes_websocket(call)
+
+
+@routes.get(
+    WS_QUOTES_ALIAS,
+    full_path=True,
+    summary="Stream quotes (WebSocket, alias of /api/v1/ws/quotes)",
+    kind="websocket",
+    query_api_key=True,
+    errors=(e.MalformedRequest, e.StreamingUnavailable),
+    extra_openapi={"responses": {"101": {"description": ALIAS_DESCRIPTION}}},
+)
+async def quotes_websocket_alias(call: Call[None, None]) -> web.StreamResponse:
+    """Open the quote WebSocket at its first path: an alias of `/api/v1/ws/quotes` that behaves identically.
+
+    Same handler, so the same API key (header, or `api_key` in the query), the same Host and Origin checks,
+    the same client and server frames, limits and close codes. New scripts should connect to
+    `/api/v1/ws/quotes`; this path stays for those written before the WebSocket moved under `/api/v1`.
+    """
+    return await _open_quotes_websocket(call)
+
+
+async def _open_quotes_websocket(call: Call[None, None]) -> web.StreamResponse:
+    """Upgrade the request and serve the connection until either side ends it."""
     ctx = context(call)
     streaming = call.app[STREAMING]
     ws = web.WebSocketResponse(
