@@ -50,6 +50,7 @@ from datetime import datetime
 from ftdesk.brokers.base import QuoteConnection, QuoteFeed, QuoteFeedMessage, SymbolError, message_key
 from ftdesk.domain.clock import Clock
 from ftdesk.domain.errors import StreamingUnavailable
+from ftdesk.domain.market import Quote
 from ftdesk.streaming.consumer import QuoteConsumer
 from ftdesk.streaming.models import (
     CONSUMER_KINDS,
@@ -186,6 +187,13 @@ class QuoteHub(SupervisedStream[QuoteConnection]):
     def upstream_symbols(self) -> list[str]:
         """Return the symbols the upstream connection carries now, in subscription order."""
         return list(self._upstream)
+
+    def latest_quote(self, symbol: str) -> Quote | None:
+        """Return the live stream's latest quote of a symbol, or None when the connection does not carry it."""
+        # Only a symbol the open connection carries: a quote kept from a dropped connection may be stale.
+        item = self._last.get(symbol)
+        live = self._state is HubState.CONNECTED and symbol in self._upstream
+        return item if live and isinstance(item, Quote) else None
 
     def status(self) -> QuoteHubStatus:
         """Return the connection state, counters and per-consumer figures."""

@@ -23,6 +23,7 @@ from tests.fakes import fidelity_payloads as payloads
 from tests.fakes.appsync_server import BEPS_HOST, STREAM_URL_TEMPLATE, FakeAppSync
 from tests.fakes.fidelity_server import FakeFidelity
 from tests.fakes.mdds_server import FakeMdds
+from tests.fakes.waiting import wait_until
 
 API = "/api/v1"
 BEPS_TOKEN = "beps-jwt-for-tests"
@@ -346,3 +347,19 @@ async def test_two_consumers_of_one_book_share_one_mdds_virtual_book(start_fidel
                     break
     finally:
         await ws.close()
+
+
+async def test_a_rest_quote_is_one_short_mdds_snapshot_naming_unknown_symbols(start_fidelity: StartFidelity) -> None:
+    service, upstream = await start_fidelity()
+    upstream.mdds.unknown.add("ZZZZQ")
+    await login(service)
+
+    status, body = await service.call("GET", f"{API}/market-data/quotes", params={"symbols": "rklb,ZZZZQ"})
+    assert status == 200, body
+    (quote,) = body["data"]["quotes"]
+    assert (quote["symbol"], quote["last"], quote["bid"], quote["ask"]) == ("RKLB", 57.38, 56.6, 56.73)
+    assert body["data"]["unknown"] == ["ZZZZQ"] and body["data"]["streamed"] == []
+    # One MDDS connection asked for both symbols once, and it is closed again: nothing stays subscribed.
+    (session,) = upstream.mdds.sessions
+    assert [command["Symbol"] for command in session.commands_named("subscribe")] == ["RKLB,ZZZZQ"]
+    await wait_until(lambda: session.closed)

@@ -1,10 +1,11 @@
-"""Market data: option chain, depth of market, charts, historical time and sales, available markets."""
+"""Market data: quotes, option chain, depth of market, charts, historical time and sales, available markets."""
 
 from __future__ import annotations
 
 from typing import Annotated
 
 from pydantic import (
+    AfterValidator,
     BeforeValidator,
     Field,
     ValidationInfo,
@@ -12,9 +13,26 @@ from pydantic import (
 )
 
 from ftdesk.domain import errors as e
-from ftdesk.domain.market import AvailableMarkets, BarWidth, ChartResult, Montage, OptionChain, TimeAndSales
+from ftdesk.domain.base import Record
+from ftdesk.domain.market import (
+    AvailableMarkets,
+    BarWidth,
+    ChartResult,
+    Montage,
+    OptionChain,
+    Quote,
+    TimeAndSales,
+)
 from ftdesk.service.cache_headers import cached_read_openapi
-from ftdesk.service.routes.common import DateRangeQuery, IsoDate, in_market_data, path_symbol, upper_symbol
+from ftdesk.service.routes.common import (
+    DateRangeQuery,
+    IsoDate,
+    SymbolsQuery,
+    context,
+    in_market_data,
+    path_symbol,
+    upper_symbol,
+)
 from ftdesk.service.routing import Call, QueryBool, QueryModel, RouteTable
 
 routes = RouteTable(tag="market-data")
@@ -38,10 +56,37 @@ class ChartQuery(DateRangeQuery):
     )
 
 
+MAX_TRADE_ROWS = 500
+"""Most trades one time-and-sales answer holds; a larger max_rows is capped, not refused."""
+
+
+def _at_most_the_cap(rows: int) -> int:
+    return min(rows, MAX_TRADE_ROWS)
+
+
+class QuotesAnswer(Record):
+    """The latest quote of each known symbol asked for, and the symbols that have none."""
+
+    quotes: list[Quote] = Field(description="One quote per known symbol, in the order asked (duplicates once).")
+    unknown: list[str] = Field(
+        description="Symbols asked for that the brokerage does not quote (unknown or not available); empty when "
+        "every symbol was answered."
+    )
+    streamed: list[str] = Field(
+        description="Symbols of `quotes` answered from the live quote stream the service already carries; the "
+        "others come from a one-shot snapshot of the brokerage."
+    )
+
+
 class TimeAndSalesQuery(QueryModel):
     """How many trades, and which."""
 
-    max_rows: int = Field(default=100, ge=1, le=500, description="Most trades to return, 1 to 500 (the server cap).")
+    max_rows: Annotated[int, AfterValidator(_at_most_the_cap)] = Field(
+        default=100,
+        ge=1,
+        description=f"Most trades to return, at least 1; more than {MAX_TRADE_ROWS} is taken as {MAX_TRADE_ROWS} "
+        "(the server cap).",
+    )
     low_price: float | None = Field(
         default=None, gt=0, allow_inf_nan=False, description="Only trades at or above this price."
     )
@@ -60,6 +105,43 @@ class TimeAndSalesQuery(QueryModel):
 
 
 # --- endpoints ---------------------------------------------------------------------------------------
+
+
+@routes.get(
+    "/market-data/quotes",
+    summary="Latest quotes",
+    query=SymbolsQuery,
+    response=QuotesAnswer,
+    needs_session=True,
+)
+async def get_quotes(call: Call[None, SymbolsQuery]) -> QuotesAnswer:
+    """Return the latest quote of each symbol, without opening a stream.
+
+    `symbols` is a comma-separated list of 1 to 50 tickers or option symbols (case-insensitive). A symbol
+    the service's live quote stream already carries (some SSE, WebSocket or shared subscription holds it)
+    is answered from that stream's latest quote, at no cost upstream, and listed in `streamed`; the others
+    come from one snapshot request to the brokerage. Symbols the brokerage does not quote are listed in
+    `unknown` rather than failing the call; `quotes` keeps the order asked, each symbol once.
+    """
+    wanted = list(dict.fromkeys(call.query.symbols))
+    hub = context(call).quotes
+    held = {symbol: quote for symbol in wanted if (quote := hub.latest_quote(symbol)) is not None}
+    rest = [symbol for symbol in wanted if symbol not in held]
+    fetched: dict[str, Quote] = {}
+    if rest:
+        snapshot = await context(call).session.run(lambda broker: broker.quote_feed.snapshot(rest))
+        fetched = {_bare(quote.symbol): quote for quote in snapshot}
+    found = {symbol: held.get(symbol) or fetched.get(_bare(symbol)) for symbol in wanted}
+    return QuotesAnswer(
+        quotes=[quote for quote in found.values() if quote is not None],
+        unknown=[symbol for symbol, quote in found.items() if quote is None],
+        streamed=[symbol for symbol in wanted if symbol in held],
+    )
+
+
+def _bare(symbol: str) -> str:
+    # An option symbol may carry the upstream's leading '-' on one side only; compare without it.
+    return symbol.lstrip("-").upper()
 
 
 @routes.get(
@@ -126,7 +208,10 @@ async def get_chart(call: Call[None, ChartQuery]) -> ChartResult:
     errors=(e.NotFound,),
 )
 async def get_time_and_sales(call: Call[None, TimeAndSalesQuery]) -> TimeAndSales:
-    """Return the latest trades of a stock or ETF, newest first, at most `max_rows` (capped at 500).
+    """Return the latest trades of a stock or ETF, newest first, at most `max_rows`.
+
+    The answer holds at most 500 trades: a larger `max_rows` is taken as 500, not refused (below 1 or not
+    an integer is a `VALIDATION_ERROR`).
 
     Filters: `low_price` and `high_price` bound the trade price (inclusive), `low_size` is the minimum
     trade size. Each trade's `condition` is `F` regular, `I` odd lot or `T` extended hours.
