@@ -42,6 +42,7 @@ from tests.fakes.mdds_server import FakeMdds
 EQUITY_PREVIEW = "/ftgw/dp/orderentry/equity/preview/v1"
 EQUITY_PLACE = "/ftgw/dp/orderentry/equity/place/v1"
 CANCEL_PLACE = "/ftgw/dp/orderentry/cancel/place/v1"
+CANCEL_PREVIEW = "/ftgw/dp/orderentry/cancel/preview/v1"
 OPTION_PREVIEW = "/ftgw/dp/orderentry/option/preview/v2"
 MULTILEG_PREVIEW = "/ftgw/dp/orderentry/multilegoption/preview/v1"
 MULTILEG_PLACE = "/ftgw/dp/orderentry/multilegoption/place/v1"
@@ -178,6 +179,26 @@ async def test_cancel_preview_cancel_and_detail(broker: FidelityBroker, fake: Fa
     assert not after.status_detail.cancelable_ind and not after.status_detail.replaceable_ind
     with pytest.raises(e.OrderRejected, match="can no longer be canceled"):
         await broker.orders.cancel_order(placed.conf_num, p.MARGIN, "B")
+
+
+async def test_a_cancel_code_that_names_another_order_is_refused_before_the_upstream(
+    broker: FidelityBroker, fake: FakeFidelity
+) -> None:
+    order = aapl_buy()
+    placed = await broker.orders.place_equity_order(order, (await broker.orders.preview_equity_order(order)).conf_num)
+    for code in ("S", "SS", "BC"):
+        with pytest.raises(e.ValidationFailed, match=f"action_code {code} does not match") as refused:
+            await broker.orders.preview_cancel(placed.conf_num, p.MARGIN, code)
+        assert refused.value.details[0]["allowed"] == ["B"]
+        with pytest.raises(e.ValidationFailed, match=f"action_code {code} does not match"):
+            await broker.orders.cancel_order(placed.conf_num, p.MARGIN, code)
+    assert (fake.hits_for(CANCEL_PREVIEW), fake.hits_for(CANCEL_PLACE)) == (0, 0)
+    still = (await broker.orders.get_order_detail(placed.conf_num, p.MARGIN)).order
+    assert still is not None and still.status_detail.status is OrderStatus.OPEN
+
+    assert (await broker.orders.cancel_order(placed.conf_num, p.MARGIN, "B")).is_accepted
+    after = (await broker.orders.get_order_detail(placed.conf_num, p.MARGIN)).order
+    assert after is not None and after.status_detail.status is OrderStatus.CANCELED
 
 
 async def test_cancel_and_replace(broker: FidelityBroker, fake: FakeFidelity) -> None:

@@ -25,6 +25,7 @@ from ftdesk.brokers.fidelity.http import raise_for_status
 from ftdesk.brokers.fidelity.orders_actions import Asked
 from ftdesk.brokers.fidelity.session import FidelitySession
 from ftdesk.brokers.fidelity.values import option_contract
+from ftdesk.domain.cancel_codes import check_cancel_code
 from ftdesk.domain.clock import Clock
 from ftdesk.domain.errors import BrokerError, FtdeskError, NotFound
 from ftdesk.domain.order_actions import ActionKind, leg_intent, row_for
@@ -221,19 +222,23 @@ class FidelityOrders:
         """Return the order's own upstream action code from its status, for the cancel to echo.
 
         The public code alone can be ambiguous (``BC`` is buy to cover for an equity, buy call for an option);
-        when the status cannot be read the cancel still goes out, with the code mapped as well as it can be.
+        when the status cannot be read the cancel still goes out, with the code mapped as well as it can be. When
+        it can, a code that does not match the order (``ftdesk.domain.cancel_codes``) raises ``ValidationFailed``.
         """
         try:
             async with asyncio.timeout(self._cancel_lookup_timeout):  # a slow status read must not hold the cancel up
                 orders = await self.get_order_status(acct_num)
-            for order in orders:
-                if (
-                    order.id_detail.conf_num.upper() == conf_num.strip().upper()
-                    and order.order_detail.broker_action_code
-                ):
-                    return order.order_detail.broker_action_code
         except (FtdeskError, TimeoutError):
             log.warning("Could not read order %s before canceling it; sending action code %s", conf_num, action_code)
+            return w.cancel_action_code(action_code)
+        for order in orders:
+            detail = order.order_detail
+            if order.id_detail.conf_num.upper() == conf_num.strip().upper() and detail.broker_action_code:
+                # A caller's code that names another order is refused here, before anything is sent upstream.
+                if not detail.action_unrecognized:
+                    legs = (leg.action for leg in detail.legs)
+                    check_cancel_code(conf_num, action_code, detail.security_type, detail.action, legs)
+                return detail.broker_action_code
         return w.cancel_action_code(action_code)
 
     async def _margin(self, acct_num: str) -> bool:

@@ -64,6 +64,7 @@ from ftdesk.brokers.paper.ledger_money import dollars
 from ftdesk.brokers.paper.ports import EventSink, MarketView
 from ftdesk.brokers.paper.store import PaperStore
 from ftdesk.brokers.paper.userdata import invalid, iso_time, unique_id
+from ftdesk.domain.cancel_codes import check_cancel_code
 from ftdesk.domain.clock import Clock
 from ftdesk.domain.errors import Conflict, NotFound, OrderRejected
 from ftdesk.domain.events import EventType
@@ -299,6 +300,7 @@ class OrderEngine:
         conn = self._store.conn
         row = self._rows.owned(conn, conf_num, acct_num)
         self._ensure_cancelable(row)
+        self._check_code(row, action_code)
         dependents = self._links.dependents(conn, row)
         messages = []
         if row.filled_qty:
@@ -329,6 +331,7 @@ class OrderEngine:
         with self._outbox.atomic() as conn:
             row = self._rows.owned(conn, conf_num, acct_num)
             self._ensure_cancelable(row)
+            self._check_code(row, action_code)
             canceled = self._links.cancel(conn, row, None)
         details = [
             CancelConfirmDetail(
@@ -460,6 +463,12 @@ class OrderEngine:
                 " to change them, cancel it and place a new order",
             )
         return row
+
+    @staticmethod
+    def _check_code(row: Row, action_code: str) -> None:
+        """Refuse a cancel whose action_code is not the order's own code or side (422, nothing canceled)."""
+        spec = row.spec
+        check_cancel_code(row.conf_num, action_code, spec.kind, spec.action, (leg.action for leg in spec.legs))
 
     @staticmethod
     def _ensure_cancelable(row: Row) -> None:
