@@ -322,9 +322,10 @@ class CancelBody(SnakeBody, OrderBodyMixin):
 
     acct_num: AcctNum = Field(description="Account number of the order.")
     action_code: Literal["B", "S", "SS", "BC", "SC", "BP", "SP", "BO", "SO"] = Field(
-        description="The order's action: B or S as in the spec; SS, BC, SC, BP, SP, BO and SO are accepted too. "
-        "The broker names the order by conf_num. Fidelity's cancel echoes the order's own action code, read from "
-        "its status (a cover is BH there, not BC); this value is mapped and sent only when the status cannot be read."
+        description="The order's action, checked against the order (a mismatch is 422 VALIDATION_ERROR): its side, "
+        "B or S as in the spec, or its own code (equity B, S, SS, BC; option BC, SC, BP, SP; a multi-leg order its "
+        "legs' BO, SO, BC, SC). Fidelity's cancel echoes the order's own action code, read from its status (a "
+        "cover is BH there, not BC); this value is mapped and sent unchecked only when the status cannot be read."
     )
 
     def journal_facts(self) -> OrderFacts:

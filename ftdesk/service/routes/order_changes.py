@@ -61,6 +61,10 @@ async def preview_cancel(call: Call[CancelBody, None]) -> CancelPreview:
 
     Never gated by dry-run mode and not required before a cancel (a cancel is never blocked). An order
     that is already finished is 409 CONFLICT; an unknown one 404 NOT_FOUND. Journaled.
+
+    `action_code` must match the order, as for the cancel itself: its own action code or the side it trades,
+    `B` or `S`. A mismatch is 422 VALIDATION_ERROR naming `action_code`, with the accepted codes in
+    `details[0].allowed`.
     """
     conf_num, body = path_id(call, "conf_num"), call.body
     ticket = order_ticket(call, JournalAction.CANCEL_PREVIEW, None, conf_nums=(conf_num,))
@@ -87,6 +91,13 @@ async def cancel_order(call: Call[CancelBody, None]) -> CancelResult:
     replaced is 409 CONFLICT; an unknown one 404 NOT_FOUND. Journaled before and after the broker call. A
     cancel whose session expired is retried once after re-authentication (a second cancel cannot place
     anything).
+
+    `action_code` must match the order being canceled: its own action code or the side it trades, `B` (buy)
+    or `S` (sell). Equity `B` and `BC` (buy to cover) are buys, `S` and `SS` (sell short) sells; option `BC`
+    and `BP` buys, `SC` and `SP` sells; a multi-leg order accepts its legs' codes (`BO`, `SO`, `BC`, `SC`) and
+    the side of any leg. A mismatch is 422 VALIDATION_ERROR naming `action_code`, with the accepted codes in
+    `details[0].allowed`: nothing is canceled and nothing is sent to the broker. On Fidelity the check reads the
+    order's status; when the status cannot be read the cancel goes out unchecked (a cancel is never blocked).
     """
     conf_num, body = path_id(call, "conf_num"), call.body
     ticket = order_ticket(call, JournalAction.CANCEL, None, conf_nums=(conf_num,))
