@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import Field, ValidationInfo, WithJsonSchema, field_validator, model_validator
+from pydantic import AliasChoices, Field, ValidationInfo, WithJsonSchema, field_validator, model_validator
 
 from ftdesk.domain.order_actions import LEG_ACTION_OF, LEG_WORDS, Side, leg_intent
 from ftdesk.domain.orders import ConditionalLeg, EquityAction, LegAction, PositionIntent, PriceType, TimeInForce
@@ -21,13 +21,17 @@ from ftdesk.service.order_fields import (
     price_rule,
 )
 
+# The spellings of a multi-leg leg's action, in the order they are looked up (as its validation alias says).
+_ACTION_KEYS = ("action", "orderActionCode", "order_action_code")
+
 
 class MultiLegLegBody(SnakeBody):
     """One leg of a multi-leg option order."""
 
     symbol: Symbol = Field(description="Option symbol, e.g. AAPL261218C200.")
     action: Annotated[LegAction, WithJsonSchema({"type": "string", "enum": LEG_ACTION_WORDS})] = Field(
-        description=LEG_ACTIONS
+        validation_alias=AliasChoices("action", "orderActionCode", "order_action_code"),
+        description=LEG_ACTIONS + " Also accepted as orderActionCode.",
     )
     qty: Quantity = Field(description="Whole contracts.")
     position_intent: PositionIntent | None = Field(
@@ -40,16 +44,19 @@ class MultiLegLegBody(SnakeBody):
     @classmethod
     def _words_to_codes(cls, data: Any) -> Any:
         """Accept buy_to_open etc. and buy/sell with a position intent; the codes are what is stored and bound."""
-        if not isinstance(data, dict) or not isinstance(data.get("action"), str):
+        if not isinstance(data, dict):
             return data
-        word = data["action"]
+        key = next((k for k in _ACTION_KEYS if k in data), None)
+        if key is None or not isinstance(data[key], str):
+            return data
+        word = data[key]
         intent = data.get("position_intent", data.get("positionIntent"))
         if word in LEG_WORDS:
-            return {**data, "action": LEG_WORDS[word].value}
+            return {**data, key: LEG_WORDS[word].value}
         if word in (Side.BUY.value, Side.SELL.value):
             if intent not in (PositionIntent.OPEN.value, PositionIntent.CLOSE.value):
                 raise ValueError(f"action {word} needs position_intent open or close")
-            return {**data, "action": LEG_ACTION_OF[(Side(word), PositionIntent(intent))].value}
+            return {**data, key: LEG_ACTION_OF[(Side(word), PositionIntent(intent))].value}
         return data
 
     @model_validator(mode="after")

@@ -246,12 +246,20 @@ class OptionPlaceBody(OptionPreviewBody, _CamelConfirmed):
 
 
 class MultiLegPreviewBody(SnakeBody, OrderBodyMixin):
-    """A multi-leg option order (spread, straddle, combination) to preview."""
+    """A multi-leg option order (spread, straddle, combination) to preview.
+
+    Every field is also accepted in the camelCase vocabulary of the equity and single-leg option bodies:
+    ``acctNum``, ``priceTypeCode``, ``netPrice``, ``debitCredit``, ``tifCode``, ``confNum``, and on a leg
+    ``orderActionCode`` and ``positionIntent``.
+    """
 
     acct_num: AcctNum = Field(description="Account number.")
     underlying: Symbol = Field(description="The underlying ticker of every leg, e.g. AAPL.")
     legs: list[MultiLegLegBody] = Field(min_length=2, max_length=4, description="2 to 4 option legs.")
-    price_type: Literal["M", "L"] = Field(description="M market or L limit (a net price).")
+    price_type: Literal["M", "L"] = Field(
+        validation_alias=AliasChoices("price_type", "priceTypeCode", "priceType", "price_type_code"),
+        description="M market or L limit (a net price). Also accepted as priceTypeCode.",
+    )
     net_price: NetPrice | None = Field(
         default=None, validate_default=True, description="Net price per spread: required for L, refused for M."
     )
@@ -260,7 +268,11 @@ class MultiLegPreviewBody(SnakeBody, OrderBodyMixin):
         validate_default=True,
         description="Whether net_price is a debit (DB), a credit (CR) or even (EV): required for L.",
     )
-    tif: TimeInForce = Field(default=TimeInForce.DAY, description="D day (default), G good till canceled.")
+    tif: TimeInForce = Field(
+        default=TimeInForce.DAY,
+        validation_alias=AliasChoices("tif", "tifCode", "tif_code"),
+        description="D day (default), G good till canceled. Also accepted as tifCode.",
+    )
 
     @field_validator("net_price")
     @classmethod

@@ -138,6 +138,10 @@ async def preview_multileg_order(call: Call[MultiLegPreviewBody, None]) -> Order
     `debit_credit` (DB, CR or EV). The account may first need to accept the trade agreement
     MULTI_LEG_OPTIONS (POST /orders/trade-agreement); without it the broker answers BROKER_ERROR with
     `details.reason` TRADE_AGREEMENT_REQUIRED. Returns the `conf_num` to place it with. Journaled.
+
+    Every field is also accepted in the camelCase of the equity and option bodies (`acctNum`,
+    `priceTypeCode`, `netPrice`, `debitCredit`, `tifCode`, `confNum`; on a leg `orderActionCode`,
+    `positionIntent`), with the same rules; a field given in both spellings, or an unknown field, is a 422.
     """
     order = call.body.to_domain()
     return await preview(call, OrderKind.MULTI_LEG, lambda orders: orders.preview_multileg_order(order))
