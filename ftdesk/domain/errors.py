@@ -137,12 +137,27 @@ class BrokerError(FtdeskError):
 
 
 class OrderRejected(BrokerError):
-    """The brokerage rejected an order; ``reason`` is a stable machine-readable code."""
+    """The brokerage refused an order for a business reason (price, buying power, halted symbol, limits...).
 
-    def __init__(self, message: str, *, reason: str, details: Any = None) -> None:
+    A client error, not a broken upstream: ``reason`` is a stable machine-readable code, and the details carry
+    ``broker_code`` and ``broker_message``, the broker's own code and words (``reason`` and the message when the
+    broker gives no code of its own, as the paper broker).
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        reason: str,
+        details: Any = None,
+        broker_code: str | None = None,
+        broker_message: str | None = None,
+    ) -> None:
         merged: dict[str, Any] = {"reason": reason}
         if isinstance(details, dict):
             merged.update(details)
+        merged["broker_code"] = broker_code or reason
+        merged["broker_message"] = broker_message or message
         super().__init__(message, details=merged)
         self.reason = reason
 
@@ -155,7 +170,12 @@ class ActionMismatch(OrderRejected):
     """
 
     def __init__(self, message: str, *, details: Any = None) -> None:
-        super().__init__(message, reason="ACTION_MISMATCH", details=details)
+        # Not a refusal: the broker's own code and words sit in ``understood``, so no broker_code/broker_message.
+        merged: dict[str, Any] = {"reason": "ACTION_MISMATCH"}
+        if isinstance(details, dict):
+            merged.update(details)
+        BrokerError.__init__(self, message, details=merged)
+        self.reason = "ACTION_MISMATCH"
 
 
 class StreamingUnavailable(FtdeskError):

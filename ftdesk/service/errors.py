@@ -89,12 +89,21 @@ ERROR_TABLE: Mapping[type[e.FtdeskError], ErrorSpec] = MappingProxyType(
             "or quantity) than the one asked for; nothing was bound, so nothing can be placed from it. "
             "`details.asked` and `details.understood` show both sides.",
         ),
+        # A refusal is the broker answering, for a reason about the order or the account: the client's to fix.
+        e.OrderRejected: ErrorSpec(
+            "ORDER_REJECTED",
+            422,
+            "The brokerage refused the order for a business reason (limit too far from the market, buying power, "
+            "halted or unknown symbol, quantity, option level...); nothing was placed. `details.reason` is a stable "
+            "code (`UPSTREAM_REJECTED` for Fidelity, the paper broker's own e.g. `INSUFFICIENT_BUYING_POWER`); "
+            "`details.broker_code` and `details.broker_message` are the broker's own code and words.",
+        ),
         e.BrokerError: ErrorSpec(
             "BROKER_ERROR",
             502,
-            "The brokerage returned an error or rejected the order; the message is the brokerage's. `details.reason` "
-            "`UPSTREAM_BUSY` (Fidelity too busy for a read) or `LOGIN_RATE_LIMITED` come with `details.retry_after`, "
-            "seconds.",
+            "The brokerage failed to answer usably: an HTTP error status, an unreadable answer, a connection that "
+            "failed or timed out; the message says which. `details.reason` `UPSTREAM_BUSY` (Fidelity too busy for a "
+            "read) or `LOGIN_RATE_LIMITED` come with `details.retry_after`, seconds.",
         ),
         e.InternalError: ErrorSpec(
             "INTERNAL_ERROR",

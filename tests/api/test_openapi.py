@@ -90,6 +90,7 @@ def test_every_error_code_is_unique_and_documented_with_a_status() -> None:
         "SESSION_EXPIRED": 401,
         "LIVE_TRADING_DISABLED": 403,
         "API_KEY_INVALID": 403,
+        "ORDER_REJECTED": 422,
         "BROKER_ERROR": 502,
     }
     by_code = {spec.code: spec.status for spec in ERROR_TABLE.values()}

@@ -330,7 +330,7 @@ async def test_a_place_the_broker_rejects_uses_up_its_preview(live) -> None:
     status, _ = await live.call("POST", f"{API}/orders/{original}/cancel", json={"acct_num": acct, "action_code": "B"})
     assert status == 200
 
-    rejected = assert_error(await place(live, {**replacement, "confNum": conf}, "replace"), 502, "BROKER_ERROR")
+    rejected = assert_error(await place(live, {**replacement, "confNum": conf}, "replace"), 422, "ORDER_REJECTED")
     assert rejected["details"]["reason"] == "ORDER_NOT_REPLACEABLE"
     again = assert_error(await place(live, {**replacement, "confNum": conf}, "replace"), 409, "PREVIEW_REQUIRED")
     assert again["details"]["reason"] == "already_used"
@@ -340,7 +340,7 @@ async def test_a_place_the_broker_rejects_uses_up_its_preview(live) -> None:
         "place",
         "replace",
         "rejected",
-        "BROKER_ERROR",
+        "ORDER_REJECTED",
     )
     assert latest["orig_conf_nums"] == [original] and "can no longer be replaced" in latest["message"]
 
@@ -428,7 +428,7 @@ async def test_refusals_before_the_broker_are_not_remembered_but_rejections_are(
     path = f"{API}/orders/replace/place"
     first = await post_raw(live, path, replace_body, "k-2")
     second = await post_raw(live, path, replace_body, "k-2")
-    assert first[0] == second[0] == 502 and second[1] == first[1] and second[2] == "true"
+    assert first[0] == second[0] == 422 and second[1] == first[1] and second[2] == "true"
     assert spy.calls["place_replace"] == 1
 
 

@@ -137,12 +137,13 @@ async def test_unknown_orders_and_accounts_are_404(service) -> None:
     }
 
 
-async def test_equity_preview_refused_by_the_broker_is_a_broker_error(service) -> None:
+async def test_equity_preview_refused_by_the_broker_is_order_rejected(service) -> None:
     acct = await individual_account(service)
     body = {**(await resting_buy(service, acct)), "symbol": "NOSUCHSYM"}
     status, answer = await service.call("POST", f"{API}/orders/equity/preview", json=body)
-    assert status == 502 and answer["error"]["code"] == "BROKER_ERROR"
-    assert answer["error"]["details"]["reason"] == "UNKNOWN_SYMBOL"
+    assert status == 422 and answer["error"]["code"] == "ORDER_REJECTED"
+    assert answer["error"]["details"]["reason"] == answer["error"]["details"]["broker_code"] == "UNKNOWN_SYMBOL"
+    assert answer["error"]["details"]["broker_message"] == "Unknown symbol NOSUCHSYM"
 
 
 async def test_snake_case_spelling_is_accepted_for_equity_orders(service) -> None:
@@ -201,7 +202,7 @@ async def test_single_leg_option_order(service) -> None:
     assert status == 422 and answer["error"]["details"][0]["field"] == "orderActionCode"
     equity_symbol = {**body, "symbol": "AAPL"}
     status, answer = await service.call("POST", f"{API}/orders/option/preview", json=equity_symbol)
-    assert status == 502 and answer["error"]["details"]["reason"] == "WRONG_SECURITY_TYPE"
+    assert status == 422 and answer["error"]["details"]["reason"] == "WRONG_SECURITY_TYPE"
 
 
 async def test_multi_leg_order_needs_the_trade_agreement(service) -> None:
@@ -218,7 +219,8 @@ async def test_multi_leg_order_needs_the_trade_agreement(service) -> None:
         "tif": "G",
     }
     status, refused = await service.call("POST", f"{API}/orders/options/preview", json=spread)
-    assert status == 502 and refused["error"]["details"]["reason"] == "TRADE_AGREEMENT_REQUIRED"
+    assert status == 422 and refused["error"]["code"] == "ORDER_REJECTED"
+    assert refused["error"]["details"]["reason"] == "TRADE_AGREEMENT_REQUIRED"
 
     status, unknown = await service.call(
         "POST", f"{API}/orders/trade-agreement", json={"acct_num": acct, "agreement_id": "NOT_A_THING"}
@@ -255,7 +257,7 @@ async def test_cancel_and_replace(service) -> None:
 
     sell_instead = {**replacement, "orig_conf_num": new["conf_num"], "orderActionCode": "S"}
     status, refused = await service.call("POST", f"{API}/orders/replace/preview", json=sell_instead)
-    assert status == 502 and refused["error"]["details"]["reason"] == "REPLACE_MISMATCH"
+    assert status == 422 and refused["error"]["details"]["reason"] == "REPLACE_MISMATCH"
     alias = {**replacement, "orderNumOrig": new["conf_num"]}
     del alias["orig_conf_num"]
     status, preview = await service.call("POST", f"{API}/orders/replace/preview", json=alias)

@@ -124,6 +124,8 @@ async def test_upstream_refusals_become_order_rejected_with_the_upstream_text(br
         await broker.orders.preview_equity_order(aapl_buy(limit=5000.0))
     assert "too far away from the last trade" in far.value.message
     assert far.value.details["reason"] == "UPSTREAM_REJECTED" and far.value.details["upstream_codes"] == ["MA5010"]
+    assert far.value.details["broker_code"] == "MA5010"
+    assert far.value.details["broker_message"].startswith("The limit price entered is too far away")
     with pytest.raises(e.OrderRejected, match="NOSUCH is not valid"):
         await broker.orders.preview_equity_order(aapl_buy(symbol="NOSUCH"))
     with pytest.raises(e.OrderRejected, match="does not match a current preview"):

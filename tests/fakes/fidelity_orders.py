@@ -111,6 +111,8 @@ class FakeOrders:
         """Which reading of single-leg BC/SC this upstream has (``fa.CAPTURED`` or ``fa.DECOMPILED``)."""
         self.misread: dict[str, Any] = {}
         """``baseOrderDetail`` fields the next preview answer echoes instead of the request's: a broker that misread."""
+        self.buying_power: float | None = None
+        """Dollars a buy may cost, else refused (``Code=`` shape captured; ``BP0001`` and its words the fake's)."""
 
     def routes(self) -> GroupRoutes:
         """Return this group's handlers by (host, path)."""
@@ -281,6 +283,10 @@ class FakeOrders:
                 "Please correct and re-submit your order."
             )
             return op.rejection(wrapper, acct, "MA5010", text)
+        cost = float(parameter["baseOrderDetail"]["qty"]) * float(limit or last) * (100 if kind == "option" else 1)
+        if self.buying_power is not None and code.startswith("B") and cost > self.buying_power:
+            text = f"This order exceeds your available buying power of ${self.buying_power:,.2f}."
+            return op.rejection(wrapper, acct, "BP0001", text)
         return None
 
     def _confirm(self, parameter: dict[str, Any], conf: str, code: str, kind: str) -> dict[str, Any]:

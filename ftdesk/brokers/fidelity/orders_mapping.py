@@ -85,11 +85,23 @@ _TIFS = MappingProxyType({"D": TimeInForce.DAY, "G": TimeInForce.GTC})
 
 
 def raise_for_rejection(payload: Any, what: str) -> None:
-    """Raise ``OrderRejected`` when the answer says ``respTypeCode "E"``, with the upstream's message."""
+    """Raise ``OrderRejected`` when the answer says ``respTypeCode "E"``, with the upstream's codes and words.
+
+    A ``respTypeCode "E"`` on order entry is the broker refusing the order for a business reason (price too far
+    from the last trade, buying power, symbol...): a client error. ``broker_code`` and ``broker_message`` are
+    the upstream's ``Code=`` and ``Text=`` (several joined with "; ").
+    """
     try:
         raise_for_business_error(payload, what)
     except BrokerError as exc:
-        raise OrderRejected(exc.message, reason=REJECTED_REASON, details=exc.details) from None
+        codes = exc.details.get("upstream_codes", []) if isinstance(exc.details, dict) else []
+        raise OrderRejected(
+            exc.message,
+            reason=REJECTED_REASON,
+            details=exc.details,
+            broker_code="; ".join(codes) or None,
+            broker_message="; ".join(upstream_messages(payload, ["error"])) or None,
+        ) from None
 
 
 def upstream_messages(payload: Any, kinds: Iterable[str]) -> list[str]:

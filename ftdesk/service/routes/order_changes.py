@@ -53,7 +53,7 @@ routes = RouteTable(tag="orders")
     body=CancelBody,
     response=CancelPreview,
     needs_session=True,
-    errors=(e.NotFound, e.Conflict),
+    errors=(e.NotFound, e.Conflict, e.OrderRejected),
 )
 async def preview_cancel(call: Call[CancelBody, None]) -> CancelPreview:
     """Say what canceling the order would do: remaining and executed quantity and warnings in
@@ -81,16 +81,17 @@ async def preview_cancel(call: Call[CancelBody, None]) -> CancelPreview:
     body=CancelBody,
     response=CancelResult,
     needs_session=True,
-    errors=(e.NotFound, e.Conflict),
+    errors=(e.NotFound, e.Conflict, e.OrderRejected),
 )
 async def cancel_order(call: Call[CancelBody, None]) -> CancelResult:
     """Cancel a working order (and the conditional legs linked to it); what already filled stands.
 
     Never gated by dry-run mode and needs no preview: a cancel is never blocked by the service (a cancel
     preview first shows warnings such as a partial fill). An order that is already filled, canceled or
-    replaced is 409 CONFLICT; an unknown one 404 NOT_FOUND. Journaled before and after the broker call. A
-    cancel whose session expired is retried once after re-authentication (a second cancel cannot place
-    anything).
+    replaced is 409 CONFLICT; an unknown one 404 NOT_FOUND; a cancel the broker itself refuses is 422
+    ORDER_REJECTED with its `details.broker_code` and `details.broker_message`. Journaled before and after the
+    broker call. A cancel whose session expired is retried once after re-authentication (a second cancel
+    cannot place anything).
 
     `action_code` must match the order being canceled: its own action code or the side it trades, `B` (buy)
     or `S` (sell). Equity `B` and `BC` (buy to cover) are buys, `S` and `SS` (sell short) sells; option `BC`

@@ -56,8 +56,9 @@ async def preview_equity_order(call: Call[EquityPreviewBody, None]) -> OrderPrev
     warnings. A limit order without `limitPrice`, a stop without `stopPrice`, a price the price type does not
     use, a fractional or non-positive `qty` or an unknown `orderActionCode` is 422 VALIDATION_ERROR and never
     reaches the broker; the broker's own refusals (unknown symbol, buying power, price far from the market)
-    are BROKER_ERROR with `details.reason`. Previews work in dry-run mode and are journaled. Place with the
-    same fields plus `confNum` within FTSERVICE_PREVIEW_TTL seconds.
+    are 422 ORDER_REJECTED with `details.reason`, `details.broker_code` and `details.broker_message`.
+    Previews work in dry-run mode and are journaled. Place with the same fields plus `confNum` within
+    FTSERVICE_PREVIEW_TTL seconds.
     """
     order = call.body.to_domain()
     return await preview(call, OrderKind.EQUITY, lambda orders: orders.preview_equity_order(order))
@@ -136,8 +137,8 @@ async def preview_multileg_order(call: Call[MultiLegPreviewBody, None]) -> Order
 
     Legs open or close explicitly (BO, SO, BC, SC). A limit order (`price_type` L) needs `net_price` and
     `debit_credit` (DB, CR or EV). The account may first need to accept the trade agreement
-    MULTI_LEG_OPTIONS (POST /orders/trade-agreement); without it the broker answers BROKER_ERROR with
-    `details.reason` TRADE_AGREEMENT_REQUIRED. Returns the `conf_num` to place it with. Journaled.
+    MULTI_LEG_OPTIONS (POST /orders/trade-agreement); without it the broker answers 422 ORDER_REJECTED
+    with `details.reason` TRADE_AGREEMENT_REQUIRED. Returns the `conf_num` to place it with. Journaled.
 
     Every field is also accepted in the camelCase of the equity and option bodies (`acctNum`,
     `priceTypeCode`, `netPrice`, `debitCredit`, `tifCode`, `confNum`; on a leg `orderActionCode`,

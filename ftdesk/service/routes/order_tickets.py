@@ -43,8 +43,9 @@ IDEMPOTENCY_HEADER = "Idempotency-Key"
 _IDEMPOTENCY_KEY = re.compile(r"[\x21-\x7e]{1,255}")
 _PATH_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
-PREVIEW_ERRORS: tuple[type[e.FtdeskError], ...] = (e.NotFound, e.ActionMismatch)
+PREVIEW_ERRORS: tuple[type[e.FtdeskError], ...] = (e.NotFound, e.OrderRejected, e.ActionMismatch)
 PLACE_ERRORS: tuple[type[e.FtdeskError], ...] = (
+    e.OrderRejected,
     e.LiveTradingDisabled,
     e.PreviewRequired,
     e.PreviewMismatch,
@@ -86,7 +87,8 @@ Safety, in this order, all before the broker is called:
    value). Previews do not survive a restart of the service.
 
 The preview is used up by the first place that reaches the broker, even if the broker rejects the order
-(`BROKER_ERROR`, 502, with the broker's `details.reason`): preview again to try again. The place is sent
+(`ORDER_REJECTED`, 422, with `details.reason` and the broker's `details.broker_code` and
+`details.broker_message`): preview again to try again. The place is sent
 once and never retried: when the broker reports an expired session it answers `SESSION_EXPIRED` (preview
 and place again once the session is back).
 Every attempt, refused ones included, is in the order journal (GET /api/v1/orders/journal)."""
