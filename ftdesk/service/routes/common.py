@@ -21,6 +21,7 @@ from pydantic import (
     field_validator,
 )
 
+from ftdesk.brokers.base import QuoteFeed
 from ftdesk.brokers.capabilities import AccountsApi, MarketDataApi, OrdersApi, ResearchApi, UserDataApi
 from ftdesk.domain import errors as e
 from ftdesk.service.context import CONTEXT, ServiceContext
@@ -53,6 +54,11 @@ async def in_orders(
 async def in_market_data(call: Call[Any, Any], operation: Callable[[MarketDataApi], Awaitable[T]]) -> T:
     """Run a market-data call inside the brokerage session."""
     return await context(call).session.run(lambda broker: operation(broker.market_data))
+
+
+async def in_quote_feed(call: Call[Any, Any], operation: Callable[[QuoteFeed], Awaitable[T]]) -> T:
+    """Run a one-shot call of the upstream quote feed (a snapshot) inside the brokerage session."""
+    return await context(call).session.run(lambda broker: operation(broker.quote_feed))
 
 
 async def in_research(call: Call[Any, Any], operation: Callable[[ResearchApi], Awaitable[T]]) -> T:

@@ -30,6 +30,7 @@ from ftdesk.service.routes.common import (
     SymbolsQuery,
     context,
     in_market_data,
+    in_quote_feed,
     path_symbol,
     upper_symbol,
 )
@@ -129,7 +130,7 @@ async def get_quotes(call: Call[None, SymbolsQuery]) -> QuotesAnswer:
     rest = [symbol for symbol in wanted if symbol not in held]
     fetched: dict[str, Quote] = {}
     if rest:
-        snapshot = await context(call).session.run(lambda broker: broker.quote_feed.snapshot(rest))
+        snapshot = await in_quote_feed(call, lambda feed: feed.snapshot(rest))
         fetched = {_bare(quote.symbol): quote for quote in snapshot}
     found = {symbol: held.get(symbol) or fetched.get(_bare(symbol)) for symbol in wanted}
     return QuotesAnswer(
