@@ -30,6 +30,7 @@ from ftdesk.domain.errors import FtdeskError, StreamingUnavailable
 from ftdesk.domain.events import AccountEvent
 from ftdesk.domain.session import Credentials, SessionState
 from ftdesk.logs import SecretRedactor, log_dir
+from ftdesk.service.cockpit_access import CockpitAccess, OrderBook
 from ftdesk.service.context import ServiceContext
 from ftdesk.service.first_run import is_first_start, record_welcome_shown
 from ftdesk.service.orders_journal import JournalEntry
@@ -42,10 +43,12 @@ from ftdesk.streaming.models import ConsumerClosed, HubState
 __all__ = (
     "SETTINGS_BY_NAME",
     "AccountEventListener",
+    "CockpitAccess",
     "ConfigError",
     "HubState",
     "JournalEntry",
     "LoginItem",
+    "OrderBook",
     "PortInUseError",
     "RuntimeFactory",
     "SaveOutcome",
@@ -65,8 +68,8 @@ __all__ = (
 # ``ConfigError`` (a setting ftdesk cannot use), ``PortInUseError`` (the port is taken at start),
 # ``HubState`` (a stream hub's state), ``JournalEntry`` (one order-journal row), ``LoginItem`` (the
 # platform's start-at-login entry, which the settings dialog edits), ``SaveOutcome`` (the answer to a
-# settings save) and ``validate_setting`` (the one check of a settings change, which the dialog runs on
-# each field as it is typed).
+# settings save), ``CockpitAccess`` and ``OrderBook`` (the cockpit's positions, orders and cancels) and
+# ``validate_setting`` (the one check of a settings change, which the dialog runs on each field as it is typed).
 
 log = logging.getLogger(__name__)
 
@@ -176,6 +179,7 @@ class ServiceControl:
         self._event_listeners: list[AccountEventListener] = []
         self._event_reader: asyncio.Task[None] | None = None
         self._event_consumer_id: str | None = None
+        self._cockpit = CockpitAccess(lambda: self._require().context)
 
     # --- what it is ----------------------------------------------------------------------------------
 
@@ -208,6 +212,11 @@ class ServiceControl:
     def api_key(self) -> str:
         """Return the API key scripts need; raise ``ServiceNotRunning`` when there is none."""
         return self._require().context.api_key
+
+    @property
+    def cockpit(self) -> CockpitAccess:
+        """Return the cockpit's positions, orders and cancels (each call raises ``ServiceNotRunning`` when stopped)."""
+        return self._cockpit
 
     def scrub(self, text: str) -> str:
         """Return the text with every secret the service knows masked."""

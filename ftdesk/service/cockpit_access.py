@@ -1,0 +1,125 @@
+"""What the desktop cockpit reads and does: accounts, positions, the order book, and journaled cancels.
+
+The cockpit in the status window shows positions with their P&L, the open orders (each with a Cancel), and
+today's fills, on either broker. Each call reaches one capability group through the brokerage session, as a
+route does, and returns domain records. A cancel goes through the order desk like ``POST /orders/{conf_num}/
+cancel``: journaled before and after the broker call, never gated by dry-run mode, never retried after the
+broker answered.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import date, datetime
+from typing import TypeVar
+from zoneinfo import ZoneInfo
+
+from ftdesk.brokers.capabilities import AccountsApi, OrdersApi
+from ftdesk.domain.accounts import Account, Position
+from ftdesk.domain.cancel_codes import MULTI_LEG, side_of
+from ftdesk.domain.orders import CancelResult, Order
+from ftdesk.service.context import ServiceContext
+from ftdesk.service.orders_desk import OrderTicket
+from ftdesk.service.orders_journal import JournalAction, OrderFacts
+
+T = TypeVar("T")
+
+TRADING_ZONE = ZoneInfo("America/New_York")
+"""A fill belongs to the trading day of its America/New_York date, as on the brokers' statements."""
+
+
+@dataclass(frozen=True)
+class OrderBook:
+    """The orders of every account as one read of the broker saw them."""
+
+    open: list[Order]  # working: open, partly filled, or waiting for a trigger
+    filled_today: list[Order]  # any quantity executed, entered on the trading day, or still working
+    trading_day: date
+
+
+def trading_day(now: datetime) -> date:
+    """Return the America/New_York date of a time."""
+    return now.astimezone(TRADING_ZONE).date()
+
+
+def entered_on(order: Order, day: date) -> bool:
+    """Say whether the order was entered on the trading day (an unreadable time counts as not)."""
+    try:
+        entered = datetime.fromisoformat(order.order_detail.entry_time)
+    except ValueError:
+        return False
+    if entered.tzinfo is None:  # a broker time without an offset is the exchange's local time
+        entered = entered.replace(tzinfo=TRADING_ZONE)
+    return trading_day(entered) == day
+
+
+def order_book(orders: list[Order], day: date) -> OrderBook:
+    """Split the broker's order list into the open orders and those that filled (partly or wholly) today."""
+    working = [order for order in orders if order.status_detail.status.is_working]
+    filled = [
+        order
+        for order in orders
+        if order.status_detail.qty_exec > 0 and (order.status_detail.status.is_working or entered_on(order, day))
+    ]
+    return OrderBook(open=working, filled_today=filled, trading_day=day)
+
+
+def cancel_code(order: Order) -> str:
+    """Return the action code a cancel of this order sends: its own code, or a multi-leg order's first leg's."""
+    detail = order.order_detail
+    if detail.security_type.upper() == MULTI_LEG and detail.legs:
+        code = detail.legs[0].action.strip().upper()
+        return side_of(code) if code in ("BUY", "SELL") else code
+    return detail.action
+
+
+class CockpitAccess:
+    """The cockpit's reads and cancels on the running service (``ServiceControl.cockpit``)."""
+
+    def __init__(self, context: Callable[[], ServiceContext]) -> None:
+        # A getter, not a context: a restart builds a new one, and each call uses the run of its time.
+        self._context = context
+
+    async def _accounts_call(self, operation: Callable[[AccountsApi], Awaitable[T]]) -> T:
+        return await self._context().session.run(lambda broker: operation(broker.accounts))
+
+    async def _orders_call(self, operation: Callable[[OrdersApi], Awaitable[T]]) -> T:
+        return await self._context().session.run(lambda broker: operation(broker.orders))
+
+    async def accounts(self) -> list[Account]:
+        """Return the brokerage accounts."""
+        return await self._accounts_call(lambda accounts: accounts.get_accounts())
+
+    async def positions(self, acct_num: str) -> list[Position]:
+        """Return an account's positions, with the broker's day and total gain and loss."""
+        return await self._accounts_call(lambda accounts: accounts.get_positions(acct_num))
+
+    async def order_book(self) -> OrderBook:
+        """Return every account's open orders and today's fills (one order-status read)."""
+        orders = await self._orders_call(lambda group: group.get_order_status(None))
+        return order_book(orders, trading_day(self._context().clock.now()))
+
+    async def cancel(self, order: Order, *, source: str) -> CancelResult:
+        """Cancel a working order through the order desk (journaled; never gated); raise the broker's refusal."""
+        context = self._context()
+        conf_num, acct_num, code = order.id_detail.conf_num, order.acct_num, cancel_code(order)
+        body = {"conf_num": conf_num, "acct_num": acct_num, "action_code": code}
+        ticket = OrderTicket(
+            request_id=f"desktop-{uuid.uuid4().hex[:16]}",
+            endpoint=f"DESKTOP cancel ({source})",
+            action=JournalAction.CANCEL,
+            kind=None,
+            facts=OrderFacts(acct_num=acct_num, side=code, conf_nums=(conf_num,)),
+            body_hash=hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest(),
+            conf_nums=(conf_num,),
+            live_trading=context.live.enabled,
+        )
+        return await context.orders.journaled(
+            ticket,
+            lambda operation: self._orders_call(operation),
+            lambda group: group.cancel_order(conf_num, acct_num, code),
+        )
