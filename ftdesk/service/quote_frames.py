@@ -6,30 +6,39 @@ symbol list with order books is written, so the two route modules differ only in
 
 from __future__ import annotations
 
-import json
-from typing import Any
-
 from pydantic import BaseModel
 
 from ftdesk.brokers.base import book_key, book_symbol
 from ftdesk.domain.market import OrderBook
+from ftdesk.service.stream_frames import (
+    SYMBOL_UNAVAILABLE,
+    StreamState,
+    SymbolUnavailable,
+    WsBookFrame,
+    WsQuoteFrame,
+    WsStatusFrame,
+    WsSymbolErrorFrame,
+)
 from ftdesk.streaming.hub import QuoteHub
-from ftdesk.streaming.models import STATE_DESCRIPTIONS, HubState, QuoteError, QuoteItem
+from ftdesk.streaming.models import STATE_DESCRIPTIONS, QuoteError, QuoteItem
+
+__all__ = (
+    "MAX_STREAM_SYMBOLS",
+    "QUOTE_JSON_CAPACITY",
+    "SYMBOL_UNAVAILABLE",
+    "QuoteJson",
+    "StreamState",
+    "book_symbols",
+    "plain_symbols",
+    "stream_state",
+    "symbol_error",
+    "with_books",
+)
 
 MAX_STREAM_SYMBOLS = 200
 """Most symbols one SSE stream, one WebSocket or the shared set may hold."""
-SYMBOL_UNAVAILABLE = "SYMBOL_UNAVAILABLE"
 QUOTE_JSON_CAPACITY = 4096
 """Most symbols whose latest quote JSON is kept for sharing between streams."""
-
-
-class StreamState(BaseModel):
-    """The data of an SSE ``status`` event or a WebSocket ``status`` frame."""
-
-    state: HubState
-    description: str
-    since: str
-    last_error: str | None
 
 
 def stream_state(hub: QuoteHub) -> StreamState:
@@ -58,17 +67,12 @@ def book_symbols(keys: list[str]) -> list[str]:
     return [symbol for key in keys if (symbol := book_symbol(key)) is not None]
 
 
-def symbol_error(item: QuoteError) -> dict[str, Any]:
-    """Return the error object of a refused symbol (or of its book: then ``book`` is true)."""
+def symbol_error(item: QuoteError) -> SymbolUnavailable:
+    """Return the error of a refused symbol (or of its book: then ``book`` is true)."""
     book = book_symbol(item.symbol)
     if book is not None:
-        return {"code": SYMBOL_UNAVAILABLE, "symbol": book, "book": True, "message": item.message}
-    return {"code": SYMBOL_UNAVAILABLE, "symbol": item.symbol, "message": item.message}
-
-
-def compact_json(data: dict[str, Any]) -> str:
-    """Return data as JSON text without spaces, non-ASCII kept as it is."""
-    return json.dumps(data, separators=(",", ":"), ensure_ascii=False)
+        return SymbolUnavailable(code=SYMBOL_UNAVAILABLE, symbol=book, book=True, message=item.message)
+    return SymbolUnavailable(code=SYMBOL_UNAVAILABLE, symbol=item.symbol, message=item.message)
 
 
 class QuoteJson:
@@ -90,14 +94,14 @@ class QuoteJson:
         if cached is None or cached[0] is not item:
             if len(self._books) >= QUOTE_JSON_CAPACITY:
                 self._books.clear()
-            data = item.model_dump(mode="json")
-            cached = self._books[item.symbol] = (item, compact_json(data), compact_json({"type": "book", **data}))
+            frame = WsBookFrame.model_validate({"type": "book", **item.__dict__})
+            cached = self._books[item.symbol] = (item, item.model_dump_json(), frame.model_dump_json())
         return cached
 
     def sse_frame(self, item: QuoteItem) -> tuple[str, str]:
         """Return the SSE event name and data of an item."""
         if isinstance(item, QuoteError):
-            return "error", compact_json(symbol_error(item))
+            return "error", symbol_error(item).model_dump_json()
         if isinstance(item, OrderBook):
             return "book", self._book(item)[1]
         cached = self._sse.get(item.symbol)
@@ -110,20 +114,22 @@ class QuoteJson:
     def ws_frame(self, item: QuoteItem) -> str:
         """Return the WebSocket text frame of an item."""
         if isinstance(item, QuoteError):
-            return compact_json({"type": "error", **symbol_error(item)})
+            error = symbol_error(item)
+            return WsSymbolErrorFrame.model_validate({"type": "error", **error.__dict__}).model_dump_json()
         if isinstance(item, OrderBook):
             return self._book(item)[2]
         cached = self._ws.get(item.symbol)
         if cached is None or cached[0] is not item:
             if len(self._ws) >= QUOTE_JSON_CAPACITY:
                 self._ws.clear()
-            cached = self._ws[item.symbol] = (item, compact_json({"type": "quote", **item.model_dump(mode="json")}))
+            frame = WsQuoteFrame.model_validate({"type": "quote", **item.__dict__})
+            cached = self._ws[item.symbol] = (item, frame.model_dump_json())
         return cached[1]
 
-    def ws_reply(self, reply: dict[str, Any]) -> str:
+    def ws_reply(self, reply: BaseModel) -> str:
         """Return the WebSocket text frame of a reply to a client frame (an ack, a pong or an error)."""
-        return compact_json(reply)
+        return reply.model_dump_json()
 
     def ws_status(self, state: StreamState) -> str:
         """Return the WebSocket text frame of a status."""
-        return compact_json({"type": "status", **state.model_dump(mode="json")})
+        return WsStatusFrame.model_validate({"type": "status", **state.__dict__}).model_dump_json()

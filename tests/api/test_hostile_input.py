@@ -13,6 +13,7 @@ from typing import Any
 
 import aiohttp
 import pytest
+from pydantic import BaseModel
 
 from ftdesk.domain.accounts import AccountType
 from ftdesk.service.context import ENDPOINTS
@@ -247,8 +248,8 @@ class BuggyFrames(QuoteJson):
         super().__init__()
         self.fail_on = fail_on
 
-    def ws_reply(self, reply: dict[str, Any]) -> str:
-        if "reply-error" in self.fail_on and reply["type"] == "error":
+    def ws_reply(self, reply: BaseModel) -> str:
+        if "reply-error" in self.fail_on and getattr(reply, "type", None) == "error":
             raise RuntimeError("a bug in answering frames")
         return super().ws_reply(reply)
 

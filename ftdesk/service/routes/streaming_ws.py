@@ -32,6 +32,7 @@ from ftdesk.service.quote_frames import (
 )
 from ftdesk.service.routes.common import Symbol, context
 from ftdesk.service.routing import Call, RouteTable, validate_json
+from ftdesk.service.stream_frames import FieldProblem, WsAckFrame, WsPongFrame, WsRequestErrorFrame
 from ftdesk.service.streaming_state import DEFAULT_HEARTBEAT_SECONDS, STREAMING, StreamingState
 from ftdesk.streaming.consumer import QuoteConsumer, normalize_symbols
 from ftdesk.streaming.hub import QuoteHub
@@ -65,14 +66,14 @@ class WsClientMessage(BaseModel):
         return self
 
 
-def _error_frame(error: e.FtdeskError) -> dict[str, Any]:
-    frame: dict[str, Any] = {"type": "error", "code": spec_for(error).code, "message": error.message}
-    if error.details is not None:
-        frame["details"] = error.details
-    return frame
+def _error_frame(error: e.MalformedRequest | e.ValidationFailed) -> WsRequestErrorFrame:
+    details = None if error.details is None else [FieldProblem.model_validate(item) for item in error.details]
+    return WsRequestErrorFrame.model_validate(
+        {"type": "error", "code": spec_for(error).code, "message": error.message, "details": details}
+    )
 
 
-def _ws_reply(consumer: QuoteConsumer, text: str) -> dict[str, Any]:
+def _ws_reply(consumer: QuoteConsumer, text: str) -> WsAckFrame | WsPongFrame | WsRequestErrorFrame:
     """Apply one client frame and return the answer (an ack, a pong or an error)."""
     try:
         message = validate_json(WsClientMessage, parse_json(text, location="message", what="frame"), "message")
@@ -80,7 +81,7 @@ def _ws_reply(consumer: QuoteConsumer, text: str) -> dict[str, Any]:
         return _error_frame(exc)
     assert isinstance(message, WsClientMessage)
     if message.action == "ping":
-        return {"type": "pong"}
+        return WsPongFrame(type="pong")
     if message.action == "subscribe":
         if len(set(plain_symbols(consumer.symbols)) | set(message.symbols)) > MAX_STREAM_SYMBOLS:
             return _error_frame(
@@ -96,14 +97,14 @@ def _ws_reply(consumer: QuoteConsumer, text: str) -> dict[str, Any]:
     else:
         changed = consumer.release(with_books(normalize_symbols(message.symbols), True))
     held = consumer.symbols
-    return {
-        "type": "ack",
-        "action": message.action,
-        "symbols": plain_symbols(changed),
-        "books": book_symbols(changed),
-        "subscribed": plain_symbols(held),
-        "depth": book_symbols(held),
-    }
+    return WsAckFrame(
+        type="ack",
+        action=message.action,
+        symbols=plain_symbols(changed),
+        books=book_symbols(changed),
+        subscribed=plain_symbols(held),
+        depth=book_symbols(held),
+    )
 
 
 class _WsQuotes:
@@ -261,6 +262,7 @@ async def _read_ws(
 ) -> None:
     """Answer every client frame until the client closes the connection."""
     async for message in ws:
+        reply: WsAckFrame | WsPongFrame | WsRequestErrorFrame
         if message.type is WSMsgType.TEXT:
             reply = _ws_reply(consumer, message.data)
         elif message.type is WSMsgType.BINARY:
