@@ -2,9 +2,34 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
+from typing_extensions import TypeAliasType
+
+RawPayload = TypeAliasType(
+    "RawPayload",
+    Annotated[
+        dict[str, Any],
+        WithJsonSchema(
+            {
+                "type": "object",
+                "additionalProperties": True,
+                "description": "An object the broker sent, passed through as it came; its keys are the upstream's.",
+            }
+        ),
+    ],
+)
+"""A broker's object passed through unchanged: one named schema, so generated clients get one mapping type."""
+
+JsonObject = TypeAliasType(
+    "JsonObject",
+    Annotated[
+        dict[str, Any],
+        WithJsonSchema({"type": "object", "additionalProperties": True, "description": "A JSON object."}),
+    ],
+)
+"""A free-form JSON object (fields kept as given): one named schema, like ``RawPayload``."""
 
 
 class Record(BaseModel):
@@ -16,7 +41,7 @@ class Record(BaseModel):
 class UpstreamRecord(Record):
     """A record whose upstream shape is only partly known; the Fidelity adapter keeps the payload."""
 
-    raw: dict[str, Any] | None = Field(
+    raw: RawPayload | None = Field(
         default=None,
         # Present only when there is an upstream payload, so paper responses carry no empty field.
         exclude_if=lambda value: value is None,

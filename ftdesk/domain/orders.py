@@ -23,7 +23,7 @@ from typing import Any
 
 from pydantic import Field, model_validator
 
-from ftdesk.domain.base import Record, UpstreamRecord
+from ftdesk.domain.base import JsonObject, Record, UpstreamRecord
 
 MAX_PRICE = 10_000_000.0
 """Highest price any order may carry: far above every listed security, and far below what breaks arithmetic."""
@@ -430,7 +430,7 @@ class StagedOrder(Record):
     acct_num: str
     created: str
     description: str = ""
-    order: dict[str, Any] = Field(description="The order fields as saved, for the script to preview later.")
+    order: JsonObject = Field(description="The order fields as saved, for the script to preview later.")
 
 
 class StagedOrderDraft(Record):

@@ -9,7 +9,8 @@ from collections import defaultdict
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
-from pydantic.json_schema import models_json_schema
+from pydantic.json_schema import GenerateJsonSchema, models_json_schema
+from pydantic_core import core_schema
 
 from ftdesk.domain import errors as e
 from ftdesk.service.errors import ERROR_TABLE
@@ -92,6 +93,26 @@ class ErrorEnvelope(BaseModel):
     error: ErrorInfo
 
 
+class _ResponseFieldsRequired(GenerateJsonSchema):
+    """Mark every field a response always carries as required, defaults included.
+
+    The service serialises records in full (``model_dump`` without exclusions), so in a response a field
+    with a default is still always there: generated clients then type it as present, not ``Unset``. Only a
+    field dropped when empty (``exclude_if``, e.g. ``raw`` on paper) stays optional. Request bodies and
+    queries are generated in validation mode, where a default still means the field may be left out.
+    """
+
+    def field_is_required(
+        self,
+        field: core_schema.ModelField | core_schema.DataclassField | core_schema.TypedDictField,
+        total: bool,
+    ) -> bool:
+        """Return whether the field is required in the schema being generated."""
+        if self.mode == "serialization" and field["type"] != "typed-dict-field":
+            return field.get("serialization_exclude_if") is None and not field.get("serialization_exclude", False)
+        return super().field_is_required(field, total)
+
+
 def _pascal(name: str) -> str:
     return "".join(part[:1].upper() + part[1:] for part in re.split(r"[_\W]+", name) if part)
 
@@ -161,6 +182,14 @@ def _error_responses(endpoint: Endpoint) -> dict[str, Any]:
     return responses
 
 
+def _error_list(endpoint: Endpoint) -> str:
+    # Every failure shares one schema (ErrorEnvelope), so a generated client has one error type; which codes
+    # this operation can answer is for the reader, listed here as well as under each status.
+    specs = sorted((ERROR_TABLE[cls] for cls in _error_classes(endpoint)), key=lambda s: (s.status, s.code))
+    codes = ", ".join(f"`{s.code}` ({s.status})" for s in specs)
+    return f"**Errors** (`error.code`, HTTP status): {codes}."
+
+
 def _parameters(endpoint: Endpoint, query_schema: dict[str, Any] | None, defs: dict[str, Any]) -> list[dict[str, Any]]:
     params: list[dict[str, Any]] = [
         {"name": name, "in": "path", "required": True, "schema": {"type": "string"}}
@@ -207,7 +236,7 @@ def build_openapi(endpoints: list[Endpoint], *, version: str) -> dict[str, Any]:
             models.append((ep.body, "validation"))
         if ep.query is not None:
             models.append((ep.query, "validation"))
-    key_map, top = models_json_schema(models, ref_template=_REF)
+    key_map, top = models_json_schema(models, ref_template=_REF, schema_generator=_ResponseFieldsRequired)
     defs: dict[str, Any] = dict(top.get("$defs", {}))
 
     paths: dict[str, dict[str, Any]] = defaultdict(dict)
@@ -217,8 +246,9 @@ def build_openapi(endpoints: list[Endpoint], *, version: str) -> dict[str, Any]:
             "summary": ep.summary,
             "tags": [ep.tag],
         }
-        if ep.description:
-            operation["description"] = ep.description
+        description = "\n\n".join(part for part in (ep.description, _error_list(ep)) if part)
+        if description:
+            operation["description"] = description
         query_schema = key_map[(ep.query, "validation")] if ep.query is not None else None
         params = _parameters(ep, query_schema, defs)
         if params:

@@ -24,6 +24,7 @@ from pydantic import (
     field_validator,
 )
 
+from ftdesk.domain.base import JsonObject
 from ftdesk.domain.orders import (
     ConditionalOrder,
     ConditionalReplace,
@@ -469,8 +470,9 @@ class StagedSaveBody(SnakeBody):
 
     acct_num: AcctNum = Field(description="Account number.")
     description: str = Field(default="", max_length=500, description="Your note about the order.")
-    order: dict[str, Any] = Field(
+    order: JsonObject = Field(
         min_length=1,
+        json_schema_extra={"minProperties": 1},
         description="The order fields to keep, as you would send them to a preview endpoint; stored as given.",
     )
 

@@ -133,8 +133,13 @@ class RouteTable:
         query_api_key: bool = False,
         full_path: bool = False,
         extra_openapi: Mapping[str, Any] | None = None,
+        operation_id: str | None = None,
     ) -> Callable[[Handler], Handler]:
-        """Declare an endpoint; the decorated function's docstring is its description."""
+        """Declare an endpoint; the docstring is its description, the handler's name its operationId unless given.
+
+        The operationId is the method name of generated clients (``get_positions``): a short snake_case verb,
+        unique, and never changed once published.
+        """
 
         def decorate(handler: Handler) -> Handler:
             self.endpoints.append(
@@ -154,7 +159,7 @@ class RouteTable:
                     kind=kind,
                     status=status,
                     query_api_key=query_api_key,
-                    operation_id=handler.__name__,
+                    operation_id=operation_id or handler.__name__,
                     extra_openapi=extra_openapi or {},
                 )
             )

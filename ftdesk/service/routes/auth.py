@@ -90,7 +90,7 @@ async def logout(call: Call[None, None]) -> SessionStatus:
     return await context(call).session.logout()
 
 
-@routes.get("/auth/status", summary="Session status", response=SessionStatus)
+@routes.get("/auth/status", summary="Session status", response=SessionStatus, operation_id="get_auth_status")
 async def status(call: Call[None, None]) -> SessionStatus:
     """Report the session state, broker, masked username, times, auto re-auth and live-trading mode."""
     return context(call).session.status()

@@ -54,6 +54,7 @@ routes = RouteTable(tag="orders")
     response=CancelPreview,
     needs_session=True,
     errors=(e.NotFound, e.Conflict, e.OrderRejected),
+    operation_id="preview_cancel_order",
 )
 async def preview_cancel(call: Call[CancelBody, None]) -> CancelPreview:
     """Say what canceling the order would do: remaining and executed quantity and warnings in
@@ -119,6 +120,7 @@ async def cancel_order(call: Call[CancelBody, None]) -> CancelResult:
     response=OrderPreview,
     needs_session=True,
     errors=PREVIEW_ERRORS,
+    operation_id="preview_replace_order",
 )
 async def preview_replace(call: Call[ReplacePreviewBody, None]) -> OrderPreview:
     """Validate an atomic cancel-and-replace of a working equity order (`orig_conf_num`, also accepted as
@@ -140,6 +142,7 @@ async def preview_replace(call: Call[ReplacePreviewBody, None]) -> OrderPreview:
     needs_session=True,
     errors=PLACE_ERRORS,
     extra_openapi=PLACE_OPENAPI,
+    operation_id="replace_order",
 )
 @document(place_rules("POST /api/v1/orders/replace/preview"))
 async def place_replace(call: Call[ReplacePlaceBody, None]) -> OrderPlacement | web.Response:
@@ -158,6 +161,7 @@ async def place_replace(call: Call[ReplacePlaceBody, None]) -> OrderPlacement | 
     response=ConditionalPreview,
     needs_session=True,
     errors=PREVIEW_ERRORS,
+    operation_id="preview_replace_conditional_order",
 )
 async def preview_conditional_replace(call: Call[ConditionalReplacePreviewBody, None]) -> ConditionalPreview:
     """Validate a replacement of working legs of a conditional order.
@@ -180,6 +184,7 @@ async def preview_conditional_replace(call: Call[ConditionalReplacePreviewBody, 
     needs_session=True,
     errors=PLACE_ERRORS,
     extra_openapi=PLACE_OPENAPI,
+    operation_id="replace_conditional_order",
 )
 @document(place_rules("POST /api/v1/orders/conditional/replace/preview", plural=True))
 async def place_conditional_replace(call: Call[ConditionalReplacePlaceBody, None]) -> OrderPlacement | web.Response:

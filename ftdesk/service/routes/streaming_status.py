@@ -48,6 +48,7 @@ class StreamingStatus(BaseModel):
     body=SymbolsBody,
     response=SubscribeResult,
     errors=(e.StreamingUnavailable,),
+    operation_id="subscribe_quotes",
 )
 async def subscribe(call: Call[SymbolsBody, None]) -> SubscribeResult:
     """Add symbols to the shared subscription set (at most 200 in all).
@@ -66,6 +67,7 @@ async def subscribe(call: Call[SymbolsBody, None]) -> SubscribeResult:
     body=SymbolsBody,
     response=UnsubscribeResult,
     errors=(e.StreamingUnavailable,),
+    operation_id="unsubscribe_quotes",
 )
 async def unsubscribe(call: Call[SymbolsBody, None]) -> UnsubscribeResult:
     """Remove symbols from the shared subscription set; symbols it does not hold are listed in `not_held`.
@@ -76,7 +78,12 @@ async def unsubscribe(call: Call[SymbolsBody, None]) -> UnsubscribeResult:
     return call.app[STREAMING].shared().remove(call.body.symbols)
 
 
-@routes.get("/streaming/subscriptions", summary="Active subscriptions", response=list[SymbolSubscription])
+@routes.get(
+    "/streaming/subscriptions",
+    summary="Active subscriptions",
+    response=list[SymbolSubscription],
+    operation_id="list_subscriptions",
+)
 async def subscriptions(call: Call[None, None]) -> list[SymbolSubscription]:
     """List every symbol held by a stream, a WebSocket or the shared set, by symbol.
 
@@ -88,7 +95,12 @@ async def subscriptions(call: Call[None, None]) -> list[SymbolSubscription]:
     return context(call).quotes.subscriptions()
 
 
-@routes.get("/streaming/status", summary="Stream connection state", response=StreamingStatus)
+@routes.get(
+    "/streaming/status",
+    summary="Stream connection state",
+    response=StreamingStatus,
+    operation_id="get_streaming_status",
+)
 async def streaming_status(call: Call[None, None]) -> StreamingStatus:
     """Report the upstream quote connection (MDDS), the account-event stream (BEPS) and the open consumers.
 
