@@ -1,0 +1,59 @@
+"""ftdesk's Python client: the local service's API with ftdesk's own models and typed errors.
+
+    from ftdesk.client import Client
+
+    with Client() as api:                       # finds the local service's URL and API key
+        api.login("trader", "paper-pass")
+        for account in api.get_accounts():
+            print(account.acct_num, api.get_balances(account.acct_num).total_account_value)
+
+``AsyncClient`` is the same for asyncio. Importing this package never imports Qt, the server or a broker.
+"""
+
+from __future__ import annotations
+
+from ftdesk.client.async_client import AsyncClient
+from ftdesk.client.discovery import find_api_key, find_base_url
+from ftdesk.client.errors import (
+    ApiKeyNotFound,
+    AuthenticationError,
+    BrokerError,
+    ConflictError,
+    FtdeskApiError,
+    FtdeskClientError,
+    InvalidRequestError,
+    NotFoundError,
+    OrderRejectedError,
+    PreviewError,
+    ServiceError,
+    ServiceUnreachable,
+    TradingDisabledError,
+)
+from ftdesk.client.models import EventFrame, Health, QuotesAnswer, SessionStatus
+from ftdesk.client.orders import describe_preview
+from ftdesk.client.sync_client import Client
+
+__all__ = (
+    "ApiKeyNotFound",
+    "AsyncClient",
+    "AuthenticationError",
+    "BrokerError",
+    "Client",
+    "ConflictError",
+    "EventFrame",
+    "FtdeskApiError",
+    "FtdeskClientError",
+    "Health",
+    "InvalidRequestError",
+    "NotFoundError",
+    "OrderRejectedError",
+    "PreviewError",
+    "QuotesAnswer",
+    "ServiceError",
+    "ServiceUnreachable",
+    "SessionStatus",
+    "TradingDisabledError",
+    "describe_preview",
+    "find_api_key",
+    "find_base_url",
+)

@@ -1,0 +1,405 @@
+"""``AsyncClient``: the service's REST API and streams over aiohttp, answers validated into ftdesk's models."""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import uuid
+from collections.abc import AsyncIterator, Hashable, Mapping, Sequence
+from datetime import date
+from types import TracebackType
+from typing import Any, Self, TypeVar, cast
+
+import aiohttp
+from pydantic import TypeAdapter
+from pydantic import ValidationError as PydanticValidationError
+
+from ftdesk.client import sse, ws
+from ftdesk.client.backoff import DEFAULT_RECONNECT_DELAYS, Backoff
+from ftdesk.client.discovery import find_api_key, find_base_url
+from ftdesk.client.errors import FtdeskClientError, ServiceUnreachable, api_error
+from ftdesk.client.models import EventFrame, Health, QuotesAnswer, SessionStatus
+from ftdesk.client.orders import Confirm, Show, cancel_body, equity_body, multi_leg_body, option_body, print_preview
+from ftdesk.domain.accounts import Account, Balance, Position, Transaction
+from ftdesk.domain.market import OrderBook, Quote
+from ftdesk.domain.orders import (
+    CancelPreview,
+    CancelResult,
+    MultiLegOptionLeg,
+    Order,
+    OrderDetailResult,
+    OrderPlacement,
+    OrderPreview,
+)
+
+T = TypeVar("T")
+API_PREFIX = "/api/v1"
+
+
+@functools.cache
+def _adapter(kind: Any) -> TypeAdapter[Any]:
+    # One adapter per answer type, built on first use (building one costs more than validating an answer).
+    return TypeAdapter(kind)
+
+
+def parse_answer(kind: type[T] | Any, data: Any) -> T:
+    """Validate the ``data`` of an answer into ``kind``; a mismatch is a client error naming the model."""
+    try:
+        result: T = _adapter(cast(Hashable, kind)).validate_python(data)
+    except PydanticValidationError as exc:
+        raise FtdeskClientError(
+            f"The service's answer does not fit {kind!r} (is the client from another ftdesk version?): {exc}"
+        ) from None
+    return result
+
+
+class AsyncClient:
+    """The ftdesk API for asyncio code. Use ``async with AsyncClient() as api:`` (or call ``aclose()``).
+
+    ``base_url`` defaults to the local service's (``FTSERVICE_PORT``, settings.json, else
+    http://127.0.0.1:8787); ``api_key`` to the one the service keeps on this machine (``FTSERVICE_API_KEY``,
+    the OS keychain, or the data dir's ``api-key`` file). Every method returns ftdesk's own models and raises a
+    ``FtdeskApiError`` subclass carrying the error envelope's ``code``, ``message`` and ``details``.
+    """
+
+    def __init__(
+        self,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        *,
+        timeout: float = 30.0,
+        reconnect_delays: Sequence[float] = DEFAULT_RECONNECT_DELAYS,
+    ) -> None:
+        self.base_url = (base_url or find_base_url()).rstrip("/")
+        self._api_key = api_key or find_api_key()
+        self._timeout = timeout
+        self._reconnect_delays = tuple(reconnect_delays)
+        self._http: aiohttp.ClientSession | None = None
+
+    def __repr__(self) -> str:
+        return f"AsyncClient(base_url={self.base_url!r})"  # never the key
+
+    @property
+    def api_key(self) -> str:
+        """Return the API key this client sends."""
+        return self._api_key
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Close the HTTP connections (open stream iterators end with them)."""
+        if self._http is not None:
+            await self._http.close()
+            self._http = None
+
+    def _session(self) -> aiohttp.ClientSession:
+        if self._http is None or self._http.closed:
+            self._http = aiohttp.ClientSession(
+                headers={"Authorization": f"Bearer {self._api_key}"},
+                timeout=aiohttp.ClientTimeout(total=self._timeout),
+                trust_env=False,
+            )
+        return self._http
+
+    async def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: Mapping[str, str] | None = None,
+        json: Any = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> Any:
+        """Send one request to ``/api/v1<path>`` and return the envelope's ``data``; raise on an error answer."""
+        url = self.base_url + API_PREFIX + path
+        try:
+            async with self._session().request(method, url, params=params, json=json, headers=headers) as response:
+                request_id = response.headers.get("X-Request-ID")
+                try:
+                    body: Any = await response.json(content_type=None)
+                except ValueError:
+                    body = None
+        except (aiohttp.ClientError, TimeoutError) as exc:
+            raise ServiceUnreachable(f"{method} {url}: {type(exc).__name__}: {exc}") from None
+        if response.status >= 400 or not isinstance(body, dict) or body.get("ok") is not True:
+            raise api_error(response.status, body, request_id)
+        return body.get("data")
+
+    # --- service and session --------------------------------------------------------------------------------
+
+    async def health(self) -> Health:
+        """Return whether the service is up, its broker and whether live trading is on."""
+        return parse_answer(Health, await self.request("GET", "/health"))
+
+    async def login(
+        self,
+        username: str,
+        password: str,
+        *,
+        totp_code: str | None = None,
+        totp_secret: str | None = None,
+        remember: bool = False,
+    ) -> SessionStatus:
+        """Log in to the brokerage (paper accepts any username and non-empty password by default)."""
+        body: dict[str, Any] = {"username": username, "password": password, "remember": remember}
+        if totp_code is not None:
+            body["totp_code"] = totp_code
+        if totp_secret is not None:
+            body["totp_secret"] = totp_secret
+        return parse_answer(SessionStatus, await self.request("POST", "/auth/login", json=body))
+
+    async def logout(self) -> SessionStatus:
+        """Log out of the brokerage."""
+        return parse_answer(SessionStatus, await self.request("POST", "/auth/logout"))
+
+    async def session(self) -> SessionStatus:
+        """Return the session state (``GET /auth/status``)."""
+        return parse_answer(SessionStatus, await self.request("GET", "/auth/status"))
+
+    # --- accounts ---------------------------------------------------------------------------------------------
+
+    async def get_accounts(self) -> list[Account]:
+        """List the login's accounts, the default account first."""
+        return parse_answer(list[Account], await self.request("GET", "/accounts"))
+
+    async def get_account(self, acct: str) -> Account:
+        """Return one account."""
+        return parse_answer(Account, await self.request("GET", f"/accounts/{acct}"))
+
+    async def get_positions(self, acct: str) -> list[Position]:
+        """List the account's positions."""
+        return parse_answer(list[Position], await self.request("GET", f"/accounts/{acct}/positions"))
+
+    async def get_balances(self, acct: str) -> Balance:
+        """Return the account's cash, market values and buying power."""
+        return parse_answer(Balance, await self.request("GET", f"/accounts/{acct}/balances"))
+
+    async def get_transactions(
+        self, acct: str, start_date: date | None = None, end_date: date | None = None
+    ) -> list[Transaction]:
+        """List the account's transactions between two dates (inclusive), newest first."""
+        params = {k: v.isoformat() for k, v in (("start_date", start_date), ("end_date", end_date)) if v}
+        return parse_answer(
+            list[Transaction], await self.request("GET", f"/accounts/{acct}/transactions", params=params)
+        )
+
+    # --- orders -----------------------------------------------------------------------------------------------
+
+    async def get_orders(self, acct: str | None = None) -> list[Order]:
+        """List working and recent orders, newest first, of one account or all."""
+        params = {"acct": acct} if acct else None
+        return parse_answer(list[Order], await self.request("GET", "/orders/status", params=params))
+
+    async def get_order(self, conf_num: str, acct: str | None = None) -> OrderDetailResult:
+        """Return one order's detail (and its conditional relatives)."""
+        params = {"acct": acct} if acct else None
+        return parse_answer(OrderDetailResult, await self.request("GET", f"/orders/{conf_num}/detail", params=params))
+
+    async def preview_equity_order(
+        self,
+        acct: str,
+        symbol: str,
+        action: str,
+        qty: float,
+        price_type: str = "M",
+        *,
+        limit_price: float | None = None,
+        stop_price: float | None = None,
+        tif: str = "D",
+    ) -> OrderPreview:
+        """Preview an equity order (B buy, S sell, SS sell short, BC buy to cover); nothing is sent."""
+        body = equity_body(acct, symbol, action, qty, price_type, limit_price, stop_price, tif)
+        return parse_answer(OrderPreview, await self.request("POST", "/orders/equity/preview", json=body))
+
+    async def place_equity_order(
+        self,
+        acct: str,
+        symbol: str,
+        action: str,
+        qty: float,
+        price_type: str = "M",
+        *,
+        conf_num: str,
+        limit_price: float | None = None,
+        stop_price: float | None = None,
+        tif: str = "D",
+        idempotency_key: str | None = None,
+    ) -> OrderPlacement:
+        """Place a previewed equity order: the preview's fields, unchanged, and its ``conf_num``."""
+        body = equity_body(acct, symbol, action, qty, price_type, limit_price, stop_price, tif, conf_num=conf_num)
+        return await self._place("/orders/equity/place", body, idempotency_key)
+
+    async def preview_option_order(
+        self,
+        acct: str,
+        symbol: str,
+        action: str,
+        qty: int,
+        price_type: str = "M",
+        *,
+        limit_price: float | None = None,
+        stop_price: float | None = None,
+        tif: str = "D",
+        position_intent: str | None = None,
+    ) -> OrderPreview:
+        """Preview a single-leg option order (BC buy call, SC sell call, BP buy put, SP sell put)."""
+        body = option_body(acct, symbol, action, qty, price_type, limit_price, stop_price, tif, position_intent)
+        return parse_answer(OrderPreview, await self.request("POST", "/orders/option/preview", json=body))
+
+    async def place_option_order(
+        self,
+        acct: str,
+        symbol: str,
+        action: str,
+        qty: int,
+        price_type: str = "M",
+        *,
+        conf_num: str,
+        limit_price: float | None = None,
+        stop_price: float | None = None,
+        tif: str = "D",
+        position_intent: str | None = None,
+        idempotency_key: str | None = None,
+    ) -> OrderPlacement:
+        """Place a previewed single-leg option order with the preview's ``conf_num``."""
+        body = option_body(
+            acct, symbol, action, qty, price_type, limit_price, stop_price, tif, position_intent, conf_num=conf_num
+        )
+        return await self._place("/orders/option/place", body, idempotency_key)
+
+    async def preview_options_order(
+        self,
+        acct: str,
+        underlying: str,
+        legs: Sequence[MultiLegOptionLeg],
+        price_type: str = "L",
+        *,
+        net_price: float | None = None,
+        debit_credit: str | None = None,
+        tif: str = "D",
+    ) -> OrderPreview:
+        """Preview a multi-leg option order (2 to 4 legs on one underlying)."""
+        body = multi_leg_body(acct, underlying, legs, price_type, net_price, debit_credit, tif)
+        return parse_answer(OrderPreview, await self.request("POST", "/orders/options/preview", json=body))
+
+    async def place_options_order(
+        self,
+        acct: str,
+        underlying: str,
+        legs: Sequence[MultiLegOptionLeg],
+        price_type: str = "L",
+        *,
+        conf_num: str,
+        net_price: float | None = None,
+        debit_credit: str | None = None,
+        tif: str = "D",
+        idempotency_key: str | None = None,
+    ) -> OrderPlacement:
+        """Place a previewed multi-leg option order with the preview's ``conf_num``."""
+        body = multi_leg_body(acct, underlying, legs, price_type, net_price, debit_credit, tif, conf_num=conf_num)
+        return await self._place("/orders/options/place", body, idempotency_key)
+
+    async def _place(self, path: str, body: dict[str, Any], idempotency_key: str | None) -> OrderPlacement:
+        # A fresh Idempotency-Key per place: a retry by the caller with the same key never places twice.
+        headers = {"Idempotency-Key": idempotency_key or uuid.uuid4().hex}
+        return parse_answer(OrderPlacement, await self.request("POST", path, json=body, headers=headers))
+
+    async def preview_cancel(self, conf_num: str, acct: str, action_code: str) -> CancelPreview:
+        """Say what canceling an order would do (never required before a cancel)."""
+        body = cancel_body(acct, action_code)
+        return parse_answer(CancelPreview, await self.request("POST", f"/orders/{conf_num}/cancel/preview", json=body))
+
+    async def cancel_order(self, conf_num: str, acct: str, action_code: str) -> CancelResult:
+        """Cancel a working order; ``action_code`` is its side (B or S) or its own action code."""
+        body = cancel_body(acct, action_code)
+        return parse_answer(CancelResult, await self.request("POST", f"/orders/{conf_num}/cancel", json=body))
+
+    async def preview_and_place(
+        self,
+        acct: str,
+        symbol: str,
+        action: str,
+        qty: float,
+        price_type: str = "M",
+        *,
+        limit_price: float | None = None,
+        stop_price: float | None = None,
+        tif: str = "D",
+        confirm: Confirm,
+        show: Show = print_preview,
+        idempotency_key: str | None = None,
+    ) -> OrderPlacement | None:
+        """Preview an equity order, show the preview, and place it only if ``confirm(preview)`` says True.
+
+        Returns None when ``confirm`` declines (nothing is placed). In dry-run mode the place raises
+        ``TradingDisabledError`` (code ``LIVE_TRADING_DISABLED``).
+        """
+        preview = await self.preview_equity_order(
+            acct, symbol, action, qty, price_type, limit_price=limit_price, stop_price=stop_price, tif=tif
+        )
+        show(preview)
+        decision = confirm(preview)
+        if inspect.isawaitable(decision):
+            decision = await decision
+        if decision is not True:
+            return None
+        return await self.place_equity_order(
+            acct,
+            symbol,
+            action,
+            qty,
+            price_type,
+            conf_num=preview.conf_num,
+            limit_price=limit_price,
+            stop_price=stop_price,
+            tif=tif,
+            idempotency_key=idempotency_key,
+        )
+
+    # --- market data ------------------------------------------------------------------------------------------
+
+    async def get_quotes(self, symbols: Sequence[str]) -> QuotesAnswer:
+        """Return the latest quote of each symbol without opening a stream (unknown symbols listed apart)."""
+        params = {"symbols": ",".join(symbols)}
+        return parse_answer(QuotesAnswer, await self.request("GET", "/market-data/quotes", params=params))
+
+    # --- streams ----------------------------------------------------------------------------------------------
+
+    def _backoff(self) -> Backoff:
+        return Backoff(self._reconnect_delays)
+
+    def _sse_opener(self, path: str, params: Mapping[str, str]) -> sse.Opener:
+        url = self.base_url + API_PREFIX + path
+        timeout = aiohttp.ClientTimeout(total=None, sock_connect=self._timeout, sock_read=sse.READ_TIMEOUT)
+
+        async def open_stream(headers: dict[str, str]) -> aiohttp.ClientResponse:
+            return await self._session().get(
+                url, params=params, headers={"Accept": "text/event-stream", **headers}, timeout=timeout
+            )
+
+        return open_stream
+
+    def stream_quotes(self, symbols: Sequence[str], *, depth: bool = False) -> AsyncIterator[Quote | OrderBook]:
+        """Iterate over live quotes (SSE ``/streaming/quotes``) forever; reconnects by itself after a drop.
+
+        Stop with ``break`` or ``await iterator.aclose()``. With ``depth=True`` order books come too.
+        """
+        params = {"symbols": ",".join(symbols), **({"depth": "true"} if depth else {})}
+        return sse.quote_frames(self._sse_opener("/streaming/quotes", params), self._backoff(), depth=depth)
+
+    def stream_events(self, last_event_id: int | None = None) -> AsyncIterator[EventFrame]:
+        """Iterate over account events (SSE ``/streaming/events``) forever, resuming after a drop without gaps.
+
+        Pass ``last_event_id`` (an earlier ``EventFrame.id``) to replay what the service still buffers after it.
+        """
+        return sse.event_frames(self._sse_opener("/streaming/events", {}), self._backoff(), last_event_id)
+
+    def ws_quotes(self, symbols: Sequence[str], *, depth: bool = False) -> AsyncIterator[Quote | OrderBook]:
+        """Iterate over live quotes from the WebSocket ``/api/v1/ws/quotes``; re-subscribes after a reconnect."""
+        return ws.async_ws_quotes(self.base_url, self._api_key, list(symbols), self._backoff(), depth=depth)

@@ -1,0 +1,116 @@
+"""The exceptions the client raises: one per family of the service's error codes, all ``FtdeskApiError``.
+
+Every error answer of the service is the envelope ``{"ok": false, "error": {"code", "message", "details"}}``;
+the exception carries those three, the HTTP status and the ``X-Request-ID`` (the key to the service's log).
+Catch a family (``OrderRejectedError``), or switch on ``.code`` for one code.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Any
+
+
+class FtdeskClientError(Exception):
+    """Something went wrong on the client's side of the wire: no API key, no service, an unreadable answer."""
+
+
+class ApiKeyNotFound(FtdeskClientError):
+    """No API key was given and none was found where ftdesk keeps it on this machine."""
+
+
+class ServiceUnreachable(FtdeskClientError):
+    """The service did not answer (not running, wrong port, connection cut before the answer)."""
+
+
+class FtdeskApiError(FtdeskClientError):
+    """The service answered with an error envelope."""
+
+    def __init__(
+        self, code: str, message: str, *, status: int, details: Any = None, request_id: str | None = None
+    ) -> None:
+        self.code = code
+        self.message = message
+        self.status = status
+        self.details = details
+        self.request_id = request_id
+        super().__init__(f"{code} (HTTP {status}): {message}")
+
+
+class AuthenticationError(FtdeskApiError):
+    """The API key was refused, or there is no brokerage session (log in first)."""
+
+
+class InvalidRequestError(FtdeskApiError):
+    """The request was refused as malformed or invalid; ``details`` names each field."""
+
+
+class NotFoundError(FtdeskApiError):
+    """Unknown path, account, order, note, trigger, watchlist or symbol."""
+
+
+class ConflictError(FtdeskApiError):
+    """The request conflicts with the current state (e.g. canceling a filled order)."""
+
+
+class PreviewError(FtdeskApiError):
+    """A place without a usable preview, or whose fields differ from it (``details`` names each field)."""
+
+
+class TradingDisabledError(FtdeskApiError):
+    """A place refused by the service's safety switches: dry-run mode (live trading off), or trading halted."""
+
+
+class OrderRejectedError(FtdeskApiError):
+    """The brokerage refused the order for a business reason; ``details`` has ``reason``, ``broker_code``, ..."""
+
+
+class BrokerError(FtdeskApiError):
+    """The brokerage failed to answer usably, or contradicted the request (``ACTION_MISMATCH``)."""
+
+
+class ServiceError(FtdeskApiError):
+    """Another failure of the service (internal error, streaming or credential store unavailable, ...)."""
+
+
+ERROR_FAMILIES: Mapping[str, type[FtdeskApiError]] = MappingProxyType(
+    {
+        "API_KEY_INVALID": AuthenticationError,
+        "HOST_NOT_ALLOWED": AuthenticationError,
+        "ORIGIN_NOT_ALLOWED": AuthenticationError,
+        "AUTH_REQUIRED": AuthenticationError,
+        "SESSION_EXPIRED": AuthenticationError,
+        "LOGIN_FAILED": AuthenticationError,
+        "TOTP_REQUIRED": AuthenticationError,
+        "MALFORMED_REQUEST": InvalidRequestError,
+        "VALIDATION_ERROR": InvalidRequestError,
+        "PAYLOAD_TOO_LARGE": InvalidRequestError,
+        "METHOD_NOT_ALLOWED": InvalidRequestError,
+        "IDEMPOTENCY_KEY_REUSED": InvalidRequestError,
+        "NOT_FOUND": NotFoundError,
+        "CONFLICT": ConflictError,
+        "PREVIEW_REQUIRED": PreviewError,
+        "PREVIEW_MISMATCH": PreviewError,
+        "LIVE_TRADING_DISABLED": TradingDisabledError,
+        "TRADING_HALTED": TradingDisabledError,
+        "ORDER_REJECTED": OrderRejectedError,
+        "BROKER_ERROR": BrokerError,
+        "ACTION_MISMATCH": BrokerError,
+    }
+)
+"""Which exception class each error code raises; a code not listed raises ``ServiceError``."""
+
+
+def api_error(status: int, envelope: Any, request_id: str | None) -> FtdeskApiError:
+    """Return the exception for an error answer (its envelope, or whatever came back instead of one)."""
+    error = envelope.get("error") if isinstance(envelope, dict) else None
+    if not isinstance(error, dict):
+        return ServiceError(
+            "HTTP_ERROR", f"HTTP {status} without an error envelope", status=status, request_id=request_id
+        )
+    code = str(error.get("code") or "HTTP_ERROR")
+    family = ERROR_FAMILIES.get(code, ServiceError)
+    return family(
+        code, str(error.get("message") or ""), status=status, details=error.get("details"), request_id=request_id
+    )

@@ -1,0 +1,61 @@
+"""Answers of the service whose models live above the domain floor, mirrored for the client.
+
+Most answers are validated with the service's own domain models (``ftdesk.domain``). These few are defined
+by the service's HTTP layer, which the client does not import (it must not pull in the server); a test
+checks that each mirror has exactly the fields of the service's model.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from pydantic import BaseModel, Field
+
+from ftdesk.domain.events import AccountEvent
+from ftdesk.domain.market import Quote
+from ftdesk.domain.session import SessionState
+
+
+class Health(BaseModel):
+    """Liveness and identity of the service (``GET /health``)."""
+
+    status: str
+    service: str
+    version: str
+    broker: str
+    live_trading: bool
+    api_key_required: bool
+    uptime_seconds: float
+
+
+class SessionStatus(BaseModel):
+    """The brokerage session (``GET /auth/status``, and the answer of login and logout)."""
+
+    state: SessionState
+    broker: str
+    username: str | None = Field(description="Masked: 'tr***er'.")
+    logged_in_since: datetime | None
+    last_keep_alive: datetime | None
+    keepalive_interval_seconds: float
+    auto_reauth: bool
+    reauth_count: int
+    live_trading: bool
+    credentials_stored: bool
+    last_error: str | None
+
+
+class QuotesAnswer(BaseModel):
+    """The latest quote of each known symbol asked for (``GET /market-data/quotes``)."""
+
+    quotes: list[Quote]
+    unknown: list[str] = Field(description="Symbols the brokerage does not quote.")
+    streamed: list[str] = Field(description="Symbols answered from the live quote stream.")
+
+
+@dataclass(frozen=True)
+class EventFrame:
+    """One account event from ``/streaming/events`` with its id (resume after it with ``last_event_id``)."""
+
+    id: int
+    event: AccountEvent

@@ -1,0 +1,120 @@
+"""Request bodies of the order endpoints, and how ``preview_and_place`` shows a preview."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, TypeAlias
+
+from ftdesk.domain.orders import MultiLegOptionLeg, OrderPreview
+
+Show: TypeAlias = Callable[[OrderPreview], None]
+Confirm: TypeAlias = Callable[[OrderPreview], bool | Awaitable[bool]]
+
+
+def _without_none(body: dict[str, Any]) -> dict[str, Any]:
+    return {name: value for name, value in body.items() if value is not None}
+
+
+def equity_body(
+    acct: str,
+    symbol: str,
+    action: str,
+    qty: float,
+    price_type: str,
+    limit_price: float | None,
+    stop_price: float | None,
+    tif: str,
+    *,
+    conf_num: str | None = None,
+) -> dict[str, Any]:
+    """Return the camelCase body of an equity preview or place."""
+    return _without_none(
+        {
+            "acctNum": acct,
+            "symbol": symbol,
+            "orderActionCode": action,
+            "qty": qty,
+            "priceTypeCode": price_type,
+            "limitPrice": limit_price,
+            "stopPrice": stop_price,
+            "tifCode": tif,
+            "confNum": conf_num,
+        }
+    )
+
+
+def option_body(
+    acct: str,
+    symbol: str,
+    action: str,
+    qty: int,
+    price_type: str,
+    limit_price: float | None,
+    stop_price: float | None,
+    tif: str,
+    position_intent: str | None,
+    *,
+    conf_num: str | None = None,
+) -> dict[str, Any]:
+    """Return the camelCase body of a single-leg option preview or place."""
+    body = equity_body(acct, symbol, action, qty, price_type, limit_price, stop_price, tif, conf_num=conf_num)
+    if position_intent is not None:
+        body["positionIntent"] = position_intent
+    return body
+
+
+def multi_leg_body(
+    acct: str,
+    underlying: str,
+    legs: Sequence[MultiLegOptionLeg],
+    price_type: str,
+    net_price: float | None,
+    debit_credit: str | None,
+    tif: str,
+    *,
+    conf_num: str | None = None,
+) -> dict[str, Any]:
+    """Return the body of a multi-leg option preview or place."""
+    return _without_none(
+        {
+            "acct_num": acct,
+            "underlying": underlying,
+            "legs": [{"symbol": leg.symbol, "action": leg.action.value, "qty": leg.qty} for leg in legs],
+            "price_type": price_type,
+            "net_price": net_price,
+            "debit_credit": debit_credit,
+            "tif": tif,
+            "conf_num": conf_num,
+        }
+    )
+
+
+def cancel_body(acct: str, action_code: str) -> dict[str, Any]:
+    """Return the body of a cancel or cancel preview."""
+    return {"acct_num": acct, "action_code": action_code}
+
+
+def describe_preview(preview: OrderPreview) -> str:
+    """Return the preview as a trader reads it: what the broker understood, the price, the cost and warnings."""
+    words = preview.broker_action_desc or preview.action_desc
+    price = {
+        "M": "at market",
+        "L": f"limit {preview.limit_price}",
+        "S": f"stop {preview.stop_price}",
+        "SL": f"stop {preview.stop_price} limit {preview.limit_price}",
+    }.get(preview.price_type.value, preview.price_type.value)
+    lines = [
+        f"Preview {preview.conf_num} for account {preview.acct_num}: {words} {preview.qty:g} {preview.symbol} "
+        f"{price}, {preview.tif.value}",
+    ]
+    if preview.quote is not None:
+        lines.append(f"  quote: last {preview.quote.price} bid {preview.quote.bid} ask {preview.quote.ask}")
+    money = f"  est. cost {preview.est_cost:.2f}" if preview.est_cost else f"  est. proceeds {preview.est_proceeds:.2f}"
+    lines.append(f"{money}, commission {preview.est_commission:.2f}, fees {preview.est_fees:.2f}")
+    lines.extend(f"  warning: {warning}" for warning in preview.warnings)
+    return "\n".join(lines)
+
+
+def print_preview(preview: OrderPreview) -> None:
+    """Print the preview to stdout (the default way ``preview_and_place`` shows it)."""
+    print(describe_preview(preview), flush=True)

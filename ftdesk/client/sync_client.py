@@ -1,0 +1,323 @@
+"""``Client``: the blocking face of ``AsyncClient``, for scripts and notebooks.
+
+It runs an ``AsyncClient`` on a private event loop in a daemon thread, so it needs no second HTTP library,
+behaves exactly like the async client (same requests, models and errors), and works even where an event loop
+is already running in the caller's thread (Jupyter). The quote WebSocket uses ``websockets.sync``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterator, Sequence
+from datetime import date
+from types import TracebackType
+from typing import Any, Generic, Self, TypeVar
+
+from ftdesk.client import ws
+from ftdesk.client.async_client import AsyncClient
+from ftdesk.client.backoff import DEFAULT_RECONNECT_DELAYS, Backoff
+from ftdesk.client.models import EventFrame, Health, QuotesAnswer, SessionStatus
+from ftdesk.client.orders import Show, print_preview
+from ftdesk.domain.accounts import Account, Balance, Position, Transaction
+from ftdesk.domain.market import OrderBook, Quote
+from ftdesk.domain.orders import (
+    CancelPreview,
+    CancelResult,
+    MultiLegOptionLeg,
+    Order,
+    OrderDetailResult,
+    OrderPlacement,
+    OrderPreview,
+)
+
+T = TypeVar("T")
+Item = TypeVar("Item")
+
+
+async def _awaited(awaitable: Awaitable[T]) -> T:
+    return await awaitable
+
+
+class StreamIterator(Generic[Item]):
+    """A blocking iterator over one of the async client's streams; ``close()`` (or ``with``) stops it."""
+
+    def __init__(self, client: Client, source: AsyncIterator[Item]) -> None:
+        self._client = client
+        self._source = source
+        self._closed = False
+
+    def __iter__(self) -> Self:
+        return self
+
+    def __next__(self) -> Item:
+        if self._closed:
+            raise StopIteration
+        try:
+            return self._client._run(anext(self._source))
+        except StopAsyncIteration:
+            self._closed = True
+            raise StopIteration from None
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """End the stream and its connection."""
+        if not self._closed:
+            self._closed = True
+            aclose = getattr(self._source, "aclose", None)
+            if aclose is not None and not self._client.closed:
+                self._client._run(aclose())
+
+
+class WsIterator(Generic[Item]):
+    """A blocking iterator over the quote WebSocket; ``close()`` (or ``with``) stops it."""
+
+    def __init__(self, source: Iterator[Item]) -> None:
+        self._source = source
+
+    def __iter__(self) -> Self:
+        return self
+
+    def __next__(self) -> Item:
+        return next(self._source)
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close the WebSocket (the generator's ``with`` block closes it)."""
+        close = getattr(self._source, "close", None)
+        if close is not None:
+            close()
+
+
+class Client:
+    """The ftdesk API for plain (blocking) Python. Use ``with Client() as api:`` (or call ``close()``).
+
+    Same arguments, methods, models and exceptions as ``AsyncClient``; see its documentation.
+    """
+
+    def __init__(
+        self,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        *,
+        timeout: float = 30.0,
+        reconnect_delays: Sequence[float] = DEFAULT_RECONNECT_DELAYS,
+    ) -> None:
+        self._async = AsyncClient(base_url, api_key, timeout=timeout, reconnect_delays=reconnect_delays)
+        self.base_url = self._async.base_url
+        self._reconnect_delays = tuple(reconnect_delays)
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, name="ftdesk-client", daemon=True)
+        self._thread.start()
+        self.closed = False
+
+    def __repr__(self) -> str:
+        return f"Client(base_url={self.base_url!r})"  # never the key
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close the connections and stop the client's thread."""
+        if self.closed:
+            return
+        self._run(self._async.aclose())
+        self.closed = True
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(timeout=5)
+        self._loop.close()
+
+    def _run(self, awaitable: Awaitable[T]) -> T:
+        if self.closed:
+            if isinstance(awaitable, Coroutine):
+                awaitable.close()
+            raise RuntimeError("The client is closed")
+        return asyncio.run_coroutine_threadsafe(_awaited(awaitable), self._loop).result()
+
+    # --- service and session --------------------------------------------------------------------------------
+
+    def request(self, method: str, path: str, **kwargs: Any) -> Any:
+        """Send one request to ``/api/v1<path>`` and return the envelope's ``data``; raise on an error answer."""
+        return self._run(self._async.request(method, path, **kwargs))
+
+    def health(self) -> Health:
+        """Return whether the service is up, its broker and whether live trading is on."""
+        return self._run(self._async.health())
+
+    def login(
+        self,
+        username: str,
+        password: str,
+        *,
+        totp_code: str | None = None,
+        totp_secret: str | None = None,
+        remember: bool = False,
+    ) -> SessionStatus:
+        """Log in to the brokerage."""
+        return self._run(
+            self._async.login(username, password, totp_code=totp_code, totp_secret=totp_secret, remember=remember)
+        )
+
+    def logout(self) -> SessionStatus:
+        """Log out of the brokerage."""
+        return self._run(self._async.logout())
+
+    def session(self) -> SessionStatus:
+        """Return the session state."""
+        return self._run(self._async.session())
+
+    # --- accounts ---------------------------------------------------------------------------------------------
+
+    def get_accounts(self) -> list[Account]:
+        """List the login's accounts, the default account first."""
+        return self._run(self._async.get_accounts())
+
+    def get_account(self, acct: str) -> Account:
+        """Return one account."""
+        return self._run(self._async.get_account(acct))
+
+    def get_positions(self, acct: str) -> list[Position]:
+        """List the account's positions."""
+        return self._run(self._async.get_positions(acct))
+
+    def get_balances(self, acct: str) -> Balance:
+        """Return the account's cash, market values and buying power."""
+        return self._run(self._async.get_balances(acct))
+
+    def get_transactions(
+        self, acct: str, start_date: date | None = None, end_date: date | None = None
+    ) -> list[Transaction]:
+        """List the account's transactions between two dates (inclusive), newest first."""
+        return self._run(self._async.get_transactions(acct, start_date, end_date))
+
+    # --- orders -----------------------------------------------------------------------------------------------
+
+    def get_orders(self, acct: str | None = None) -> list[Order]:
+        """List working and recent orders, newest first."""
+        return self._run(self._async.get_orders(acct))
+
+    def get_order(self, conf_num: str, acct: str | None = None) -> OrderDetailResult:
+        """Return one order's detail."""
+        return self._run(self._async.get_order(conf_num, acct))
+
+    def preview_equity_order(
+        self, acct: str, symbol: str, action: str, qty: float, price_type: str = "M", **fields: Any
+    ) -> OrderPreview:
+        """Preview an equity order (``limit_price``, ``stop_price``, ``tif`` as keywords)."""
+        return self._run(self._async.preview_equity_order(acct, symbol, action, qty, price_type, **fields))
+
+    def place_equity_order(
+        self, acct: str, symbol: str, action: str, qty: float, price_type: str = "M", *, conf_num: str, **fields: Any
+    ) -> OrderPlacement:
+        """Place a previewed equity order with the preview's ``conf_num``."""
+        return self._run(
+            self._async.place_equity_order(acct, symbol, action, qty, price_type, conf_num=conf_num, **fields)
+        )
+
+    def preview_option_order(
+        self, acct: str, symbol: str, action: str, qty: int, price_type: str = "M", **fields: Any
+    ) -> OrderPreview:
+        """Preview a single-leg option order."""
+        return self._run(self._async.preview_option_order(acct, symbol, action, qty, price_type, **fields))
+
+    def place_option_order(
+        self, acct: str, symbol: str, action: str, qty: int, price_type: str = "M", *, conf_num: str, **fields: Any
+    ) -> OrderPlacement:
+        """Place a previewed single-leg option order with the preview's ``conf_num``."""
+        return self._run(
+            self._async.place_option_order(acct, symbol, action, qty, price_type, conf_num=conf_num, **fields)
+        )
+
+    def preview_options_order(
+        self, acct: str, underlying: str, legs: Sequence[MultiLegOptionLeg], price_type: str = "L", **fields: Any
+    ) -> OrderPreview:
+        """Preview a multi-leg option order."""
+        return self._run(self._async.preview_options_order(acct, underlying, legs, price_type, **fields))
+
+    def place_options_order(
+        self,
+        acct: str,
+        underlying: str,
+        legs: Sequence[MultiLegOptionLeg],
+        price_type: str = "L",
+        *,
+        conf_num: str,
+        **fields: Any,
+    ) -> OrderPlacement:
+        """Place a previewed multi-leg option order with the preview's ``conf_num``."""
+        return self._run(
+            self._async.place_options_order(acct, underlying, legs, price_type, conf_num=conf_num, **fields)
+        )
+
+    def preview_cancel(self, conf_num: str, acct: str, action_code: str) -> CancelPreview:
+        """Say what canceling an order would do."""
+        return self._run(self._async.preview_cancel(conf_num, acct, action_code))
+
+    def cancel_order(self, conf_num: str, acct: str, action_code: str) -> CancelResult:
+        """Cancel a working order."""
+        return self._run(self._async.cancel_order(conf_num, acct, action_code))
+
+    def preview_and_place(
+        self,
+        acct: str,
+        symbol: str,
+        action: str,
+        qty: float,
+        price_type: str = "M",
+        *,
+        confirm: Callable[[OrderPreview], bool],
+        show: Show = print_preview,
+        idempotency_key: str | None = None,
+        **fields: Any,
+    ) -> OrderPlacement | None:
+        """Preview an equity order, show it, and place it only if ``confirm(preview)`` returns True.
+
+        ``confirm`` runs in the caller's thread (it may prompt on the terminal). Returns None when it declines.
+        """
+        preview = self.preview_equity_order(acct, symbol, action, qty, price_type, **fields)
+        show(preview)
+        if confirm(preview) is not True:
+            return None
+        return self.place_equity_order(
+            acct, symbol, action, qty, price_type, conf_num=preview.conf_num, idempotency_key=idempotency_key, **fields
+        )
+
+    # --- market data and streams --------------------------------------------------------------------------------
+
+    def get_quotes(self, symbols: Sequence[str]) -> QuotesAnswer:
+        """Return the latest quote of each symbol without opening a stream."""
+        return self._run(self._async.get_quotes(symbols))
+
+    def stream_quotes(self, symbols: Sequence[str], *, depth: bool = False) -> StreamIterator[Quote | OrderBook]:
+        """Iterate over live quotes (SSE); reconnects by itself. Use ``with`` or ``close()`` to stop."""
+        return StreamIterator(self, self._async.stream_quotes(symbols, depth=depth))
+
+    def stream_events(self, last_event_id: int | None = None) -> StreamIterator[EventFrame]:
+        """Iterate over account events (SSE), resuming after a drop with ``Last-Event-ID``."""
+        return StreamIterator(self, self._async.stream_events(last_event_id))
+
+    def ws_quotes(self, symbols: Sequence[str], *, depth: bool = False) -> WsIterator[Quote | OrderBook]:
+        """Iterate over live quotes from the WebSocket (``websockets.sync``); re-subscribes after a reconnect."""
+        source = ws.sync_ws_quotes(
+            self.base_url, self._async.api_key, list(symbols), Backoff(self._reconnect_delays), depth=depth
+        )
+        return WsIterator(source)

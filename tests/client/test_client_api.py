@@ -1,0 +1,176 @@
+"""ftdesk.client through a running paper service: typed answers, typed errors, key discovery, preview_and_place."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from ftdesk.app import ServiceRuntime
+from ftdesk.client import (
+    ApiKeyNotFound,
+    AsyncClient,
+    AuthenticationError,
+    Client,
+    FtdeskApiError,
+    InvalidRequestError,
+    NotFoundError,
+    OrderRejectedError,
+    SessionStatus,
+    TradingDisabledError,
+    find_api_key,
+)
+from ftdesk.client.discovery import find_base_url
+from ftdesk.domain.accounts import Account, AccountType, Balance, Position
+from ftdesk.domain.market import Quote
+from ftdesk.domain.orders import OrderPlacement, OrderPreview, OrderStatus
+from ftdesk.domain.session import SessionState
+from ftdesk.logs import SecretRedactor
+from tests.fakes.clock import ManualClock
+from tests.fakes.keyring import InMemoryKeyring
+
+
+async def individual(api: AsyncClient) -> str:
+    accounts = await api.get_accounts()
+    return next(a.acct_num for a in accounts if a.acct_type is AccountType.INDIVIDUAL)
+
+
+async def test_answers_are_the_services_own_models(start_service) -> None:
+    service = await start_service()
+    async with AsyncClient(service.base_url, service.api_key) as api:
+        status = await api.login("trader", "paper-pass")
+        assert isinstance(status, SessionStatus) and status.state is SessionState.LOGGED_IN
+        accounts = await api.get_accounts()
+        assert accounts and all(isinstance(a, Account) for a in accounts)
+        acct = await individual(api)
+        positions = await api.get_positions(acct)
+        assert positions and all(isinstance(p, Position) for p in positions)
+        balance = await api.get_balances(acct)
+        assert isinstance(balance, Balance) and balance.acct_num == acct
+        quotes = await api.get_quotes(["aapl", "NOSUCHSYM"])
+        assert [q.symbol for q in quotes.quotes] == ["AAPL"] and isinstance(quotes.quotes[0], Quote)
+        assert quotes.unknown == ["NOSUCHSYM"]
+        assert (await api.health()).broker == "paper"
+        assert (await api.session()).state is SessionState.LOGGED_IN
+        assert service.api_key not in repr(api)
+
+
+async def test_errors_carry_the_envelopes_code_status_details_and_request_id(start_service) -> None:
+    service = await start_service()
+    async with AsyncClient(service.base_url, "wrong-key-0123456789abcdef") as intruder:
+        with pytest.raises(AuthenticationError) as refused:
+            await intruder.get_accounts()
+        assert refused.value.code == "API_KEY_INVALID" and refused.value.status == 403
+        assert "wrong-key" not in str(refused.value)
+    async with AsyncClient(service.base_url, service.api_key) as api:
+        with pytest.raises(AuthenticationError) as no_session:
+            await api.get_accounts()
+        assert no_session.value.code == "AUTH_REQUIRED" and no_session.value.status == 401
+        await api.login("trader", "paper-pass")
+        with pytest.raises(NotFoundError) as missing:
+            await api.get_positions("Z99999999")
+        assert missing.value.code == "NOT_FOUND" and missing.value.status == 404 and missing.value.request_id
+        acct = await individual(api)
+        with pytest.raises(InvalidRequestError) as invalid:
+            await api.preview_equity_order(acct, "AAPL", "B", 10, "L")  # a limit order without its price
+        assert invalid.value.code == "VALIDATION_ERROR" and invalid.value.status == 422
+        assert any(d["field"] == "limitPrice" for d in invalid.value.details)
+        with pytest.raises(OrderRejectedError) as rejected:
+            await api.preview_equity_order(acct, "AAPL", "B", 10, "L", limit_price=0.01)
+        assert rejected.value.code == "ORDER_REJECTED" and rejected.value.details["broker_code"]
+        assert isinstance(rejected.value, FtdeskApiError)
+
+
+async def test_preview_and_place_places_nothing_when_declined_and_is_refused_in_dry_run(start_service) -> None:
+    service = await start_service(clock=ManualClock())
+    shown: list[OrderPreview] = []
+    async with AsyncClient(service.base_url, service.api_key) as api:
+        await api.login("trader", "paper-pass")
+        acct = await individual(api)
+        before = await api.get_orders(acct)
+        declined = await api.preview_and_place(acct, "AAPL", "B", 1, confirm=lambda p: False, show=shown.append)
+        assert declined is None and len(shown) == 1 and shown[0].symbol == "AAPL" and shown[0].qty == 1
+        with pytest.raises(TradingDisabledError) as dry_run:
+            await api.preview_and_place(acct, "AAPL", "B", 1, confirm=lambda p: True, show=shown.append)
+        assert dry_run.value.code == "LIVE_TRADING_DISABLED" and dry_run.value.status == 403
+        assert len(shown) == 2 and shown[1].conf_num != shown[0].conf_num
+        assert len(await api.get_orders(acct)) == len(before), "nothing was placed"
+
+
+async def test_preview_and_place_places_the_previewed_order_when_live(start_service, capsys) -> None:
+    service = await start_service(clock=ManualClock(), live_trading="true")
+    asked: list[str] = []
+
+    async def confirm(preview: OrderPreview) -> bool:
+        asked.append(preview.conf_num)
+        return True
+
+    async with AsyncClient(service.base_url, service.api_key) as api:
+        await api.login("trader", "paper-pass")
+        acct = await individual(api)
+        placed = await api.preview_and_place(acct, "AAPL", "B", 2, confirm=confirm)
+        assert isinstance(placed, OrderPlacement) and placed.conf_num
+        assert placed.status in (OrderStatus.OPEN, OrderStatus.FILLED)
+        printed = capsys.readouterr().out
+        assert f"Preview {asked[0]}" in printed and "AAPL" in printed and "est. cost" in printed
+        orders = await api.get_orders(acct)
+        assert any(o.id_detail.conf_num == placed.conf_num and o.order_detail.qty == 2 for o in orders)
+
+
+async def test_the_sync_client_gives_the_same_models_and_errors(start_service) -> None:
+    service = await start_service(clock=ManualClock())
+
+    def script() -> tuple[list[Position], str, OrderPlacement | None]:
+        with Client(service.base_url, service.api_key) as api:
+            api.login("trader", "paper-pass")
+            acct = next(a.acct_num for a in api.get_accounts() if a.acct_type is AccountType.INDIVIDUAL)
+            positions = api.get_positions(acct)
+            try:
+                api.cancel_order("NOSUCHORDER", acct, "B")
+            except NotFoundError as exc:
+                code = exc.code
+            declined = api.preview_and_place(acct, "MSFT", "B", 1, confirm=lambda p: False, show=lambda p: None)
+            return positions, code, declined
+
+    # The service runs on this test's loop: the blocking client runs in a worker thread.
+    positions, code, declined = await asyncio.to_thread(script)
+    assert positions and all(isinstance(p, Position) for p in positions)
+    assert code == "NOT_FOUND" and declined is None
+
+
+@pytest.fixture
+def keychain_less() -> InMemoryKeyring:
+    return InMemoryKeyring(broken=True)
+
+
+async def test_the_key_is_found_in_the_data_dirs_file_where_the_service_keeps_it(make_settings, keychain_less) -> None:
+    settings = make_settings()  # no FTSERVICE_API_KEY and no keychain: the service keeps its key in a file
+    runtime = ServiceRuntime(settings, keyring_backend=keychain_less, redactor=SecretRedactor())
+    await runtime.start()
+    try:
+        key_file = settings.data_dir / "api-key"
+        assert key_file.exists() and key_file.stat().st_mode & 0o777 == 0o600
+        environ = {"FTSERVICE_DATA_DIR": str(settings.data_dir)}
+        found = find_api_key(environ)  # the tests' keyring backend fails, like a machine without a keychain
+        async with AsyncClient(runtime.url, found) as api:
+            assert (await api.session()).state is SessionState.LOGGED_OUT
+    finally:
+        await runtime.stop()
+
+
+def test_an_explicit_environment_key_wins_and_none_found_is_a_clear_error(tmp_path: Path) -> None:
+    assert find_api_key({"FTSERVICE_API_KEY": " from-env-0123456789 ", "FTSERVICE_DATA_DIR": str(tmp_path)}) == (
+        "from-env-0123456789"
+    )
+    with pytest.raises(ApiKeyNotFound) as none:
+        find_api_key({"FTSERVICE_DATA_DIR": str(tmp_path)})
+    assert str(tmp_path / "api-key") in str(none.value) and "FTSERVICE_API_KEY" in str(none.value)
+
+
+def test_the_base_url_follows_the_services_port_setting(tmp_path: Path) -> None:
+    environ = {"FTSERVICE_DATA_DIR": str(tmp_path)}
+    assert find_base_url(environ) == "http://127.0.0.1:8787"
+    assert find_base_url({**environ, "FTSERVICE_PORT": "9001"}) == "http://127.0.0.1:9001"
+    (tmp_path / "settings.json").write_text('{"port": 9002}')
+    assert find_base_url(environ) == "http://127.0.0.1:9002"

@@ -1,0 +1,48 @@
+"""ftdesk.client stays a client: no Qt, no server, no broker; its mirrors of service answers match the service."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from pydantic import BaseModel
+
+from ftdesk.client import models
+from ftdesk.client.discovery import API_KEY_ENTRY, KEYCHAIN_SERVICE
+from ftdesk.service import keys
+from ftdesk.service.routes.health import Health
+from ftdesk.service.routes.market_data import QuotesAnswer
+from ftdesk.service.session import SessionStatus
+
+FORBIDDEN = ("PySide6", "qasync", "ftdesk.service", "ftdesk.brokers", "ftdesk.gui", "ftdesk.streaming", "ftdesk.app")
+
+
+def test_importing_the_client_imports_no_qt_server_or_broker() -> None:
+    code = "import sys, json, ftdesk.client; print(json.dumps(sorted(sys.modules)))"
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60)
+    loaded = json.loads(result.stdout)
+    offending = [m for m in loaded if any(m == f or m.startswith(f + ".") for f in FORBIDDEN)]
+    assert offending == []
+    assert "ftdesk.domain.orders" in loaded and "websockets" in loaded
+
+
+def fields(model: type[BaseModel]) -> dict[str, str]:
+    schema = model.model_json_schema()
+    return {
+        name: json.dumps(spec.get("type") or spec.get("anyOf") or spec.get("$ref"))
+        for name, spec in schema["properties"].items()
+    }
+
+
+def test_the_mirrored_answers_have_the_services_fields() -> None:
+    assert models.Health.model_fields.keys() == Health.model_fields.keys()
+    assert models.SessionStatus.model_fields.keys() == SessionStatus.model_fields.keys()
+    assert models.QuotesAnswer.model_fields.keys() == QuotesAnswer.model_fields.keys()
+    for mine, theirs in ((models.Health, Health), (models.SessionStatus, SessionStatus)):
+        assert fields(mine) == fields(theirs)
+
+
+def test_the_key_is_looked_up_where_the_service_stores_it() -> None:
+    assert (KEYCHAIN_SERVICE, API_KEY_ENTRY) == (keys.KEYCHAIN_SERVICE, keys.API_KEY_ENTRY)
+    assert API_KEY_ENTRY == keys.API_KEY_FILE_NAME
