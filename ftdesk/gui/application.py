@@ -21,6 +21,7 @@ from PySide6.QtWidgets import QApplication, QSystemTrayIcon
 
 from ftdesk.gui.actions import UserActions
 from ftdesk.gui.bridge import POLL_INTERVAL_MS, ServiceBridge
+from ftdesk.gui.desk_feed import PNL_REFRESH_MS, DeskFeed
 from ftdesk.gui.event_loop import DesktopEventLoop
 from ftdesk.gui.icons import IconSet
 from ftdesk.gui.notifications import Notifier
@@ -81,6 +82,7 @@ class DesktopApp:
         icons: IconSet | None = None,
         has_tray: bool | None = None,
         poll_interval_ms: int = POLL_INTERVAL_MS,
+        pnl_refresh_ms: int = PNL_REFRESH_MS,
         login_item: LoginItem | None = None,
     ) -> None:
         self.stop_requested = asyncio.Event()
@@ -92,16 +94,18 @@ class DesktopApp:
         self.bridge.notify.connect(self.notifier.show)
         self.actions = UserActions(self.bridge, login_item=login_item)
         self.actions.quit_requested.connect(self.stop_requested.set)
-        self.window = StatusWindow(self.bridge, self.actions, self.notifier, has_tray=self.has_tray)
+        self.feed = DeskFeed(self.bridge, pnl_refresh_ms=pnl_refresh_ms)
+        self.window = StatusWindow(self.bridge, self.actions, self.notifier, self.feed, has_tray=self.has_tray)
         self.actions.window_requested.connect(self.window.bring_to_front)
         self.bridge.show_window_requested.connect(self.window.bring_to_front)
-        self.tray = TrayIcon(self.bridge, self.actions, self.icons) if self.has_tray else None
+        self.tray = TrayIcon(self.bridge, self.actions, self.icons, self.feed) if self.has_tray else None
 
     async def start(self) -> None:
         """Start the service, then show the tray icon, or the window where there is no tray; welcome a new trader."""
         # Before the service starts: starting it creates the order journal, one of the traces of an earlier run.
         first_start = await self.bridge.control.is_first_start()
         await self.bridge.start()
+        self.feed.start()
         if self.tray is not None:
             self.tray.show()
             self.notifier.attach_tray(self.tray.icon)
@@ -126,6 +130,8 @@ class DesktopApp:
         if self.tray is not None:
             self.tray.hide()
         self.window.hide()
+        self.window.stop()
+        self.feed.stop()
         await self.bridge.stop()
 
 

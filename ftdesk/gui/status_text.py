@@ -95,10 +95,13 @@ def status_lines(status: AppStatus) -> StatusLines:
     )
 
 
-def tooltip(status: AppStatus) -> str:
-    """Return the tray tooltip: broker, mode, session and the API URL."""
+def tooltip(status: AppStatus, pnl_line: str | None = None) -> str:
+    """Return the tray tooltip: broker, mode, session, the day's P&L (when known) and the API URL."""
     mode = "LIVE" if status.live else "dry-run"
-    lines = [f"ftdesk: {status.broker}, {mode}, {session_text(status)}", status.api_url]
+    lines = [f"ftdesk: {status.broker}, {mode}, {session_text(status)}"]
+    if pnl_line and status.session is SessionState.LOGGED_IN:
+        lines.append(pnl_line)
+    lines.append(status.api_url)
     if status.last_error and tray_look(status) is TrayLook.ERROR:
         lines.append(status.last_error)
     return "\n".join(lines)

@@ -1,8 +1,10 @@
 """The status window: ftdesk's face where the platform has no tray, and reachable from the tray menu.
 
-It shows what the menu shows (status lines, the API URL) with the same actions as buttons, plus the
-newest order-journal entries (read off the loop) and the notifications. Closing it only hides it: Quit
-stops ftdesk, and launching ftdesk again brings the window back.
+It shows what the menu shows (status lines, the API URL) with the same actions as buttons, the trader's
+cockpit (positions and P&L per account, open orders with Cancel and Cancel all, today's fills, stream
+health; ``cockpit.py``), the newest order-journal entries (read off the loop) and the notifications.
+Closing it only hides it: Quit stops ftdesk, and launching ftdesk again brings the window back. The
+cockpit polls the P&L only while the window is visible.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from PySide6.QtCore import Qt, QTimer
-from PySide6.QtGui import QCloseEvent, QShowEvent
+from PySide6.QtGui import QCloseEvent, QHideEvent, QShowEvent
 from PySide6.QtWidgets import (
     QCheckBox,
     QGridLayout,
@@ -22,6 +24,7 @@ from PySide6.QtWidgets import (
     QPushButton,
     QTableWidget,
     QTableWidgetItem,
+    QTabWidget,
     QVBoxLayout,
     QWidget,
 )
@@ -29,12 +32,15 @@ from PySide6.QtWidgets import (
 from ftdesk.domain.session import SessionState
 from ftdesk.gui.actions import UserActions
 from ftdesk.gui.bridge import AppStatus, ServiceBridge
+from ftdesk.gui.cockpit import CockpitPanel
+from ftdesk.gui.cockpit_rows import DeskSnapshot
+from ftdesk.gui.desk_feed import DeskFeed
 from ftdesk.gui.notifications import Notification, Notifier
 from ftdesk.gui.status_text import status_lines
 from ftdesk.service.control import JournalEntry
 
 JOURNAL_REFRESH_MS = 5000
-"""How often the journal table is re-read while the window is visible."""
+"""How often the journal table is re-read while the window is visible (order events also re-read it)."""
 JOURNAL_COLUMNS = ("Time", "Action", "Account", "Symbol", "Side", "Qty", "Price", "Outcome")
 NO_TRAY_NOTE = (
     "This desktop has no system tray, so this window is ftdesk's face. Closing it keeps ftdesk running "
@@ -54,13 +60,14 @@ def journal_row(entry: JournalEntry) -> list[str]:
 
 
 class StatusWindow(QWidget):
-    """Status lines, actions, the newest journal entries and the notifications (see the module docstring)."""
+    """Status lines, actions, the cockpit, the journal and the notifications (see the module docstring)."""
 
     def __init__(
         self,
         bridge: ServiceBridge,
         actions: UserActions,
         notifier: Notifier,
+        feed: DeskFeed,
         *,
         has_tray: bool,
         parent: QWidget | None = None,
@@ -68,9 +75,12 @@ class StatusWindow(QWidget):
         super().__init__(parent)
         self._bridge = bridge
         self._actions = actions
+        self._feed = feed
         self.setWindowTitle("ftdesk")
         self.setMinimumWidth(640)
+        self.resize(980, 860)
         self._journal_loading = False
+        self._orders_seen: object = None
 
         self.line_labels = [QLabel() for _ in range(5)]
         self.api_label = QLabel()
@@ -97,17 +107,19 @@ class StatusWindow(QWidget):
         for column, widget in enumerate(row_two):
             buttons.addWidget(widget, 1, column)
 
+        self.cockpit = CockpitPanel(feed)
+
         self.journal = QTableWidget(0, len(JOURNAL_COLUMNS))
         self.journal.setHorizontalHeaderLabels(list(JOURNAL_COLUMNS))
         self.journal.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
         self.journal.verticalHeader().setVisible(False)
         self.journal.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
-        journal_box = QGroupBox("Latest order journal entries")
-        QVBoxLayout(journal_box).addWidget(self.journal)
 
         self.messages = QListWidget()
-        messages_box = QGroupBox("Notifications")
-        QVBoxLayout(messages_box).addWidget(self.messages)
+        self.tabs = QTabWidget()
+        self.tabs.addTab(self.cockpit.fills_box, "Today's fills")
+        self.tabs.addTab(self.journal, "Latest order journal entries")
+        self.tabs.addTab(self.messages, "Notifications")
 
         note = QLabel(TRAY_NOTE if has_tray else NO_TRAY_NOTE)
         note.setWordWrap(True)
@@ -116,8 +128,8 @@ class StatusWindow(QWidget):
         layout = QVBoxLayout(self)
         layout.addWidget(status_box)
         layout.addLayout(buttons)
-        layout.addWidget(journal_box, 2)
-        layout.addWidget(messages_box, 1)
+        layout.addWidget(self.cockpit, 5)
+        layout.addWidget(self.tabs, 2)
         self.welcome_button = self._button("Getting started…", actions.show_welcome)
         footer = QHBoxLayout()
         footer.addWidget(note, 1)
@@ -131,6 +143,7 @@ class StatusWindow(QWidget):
             self._add_message(notification)
         notifier.posted.connect(self._add_message)
         bridge.status_changed.connect(self.show_status)
+        feed.changed.connect(self._feed_changed)
         self.show_status(bridge.status)
 
     def _button(self, text: str, slot: Callable[[], None]) -> QPushButton:
@@ -156,6 +169,7 @@ class StatusWindow(QWidget):
         ):
             widget.setEnabled(status.running)
         self.live_check.setChecked(status.live)
+        self.cockpit.show_status(status)
 
     def _live_clicked(self, checked: bool) -> None:
         self._actions.set_live_trading(checked)
@@ -169,6 +183,13 @@ class StatusWindow(QWidget):
             self.messages.takeItem(self.messages.count() - 1)
 
     # --- journal ------------------------------------------------------------------------------------
+
+    def _feed_changed(self, snapshot: DeskSnapshot) -> None:
+        # An order changed (an event, a cancel): the journal has news too.
+        if snapshot.orders_as_of != self._orders_seen:
+            self._orders_seen = snapshot.orders_as_of
+            if self.isVisible():
+                self.reload_journal()
 
     def reload_journal(self) -> None:
         """Re-read the newest journal entries in the background."""
@@ -199,9 +220,20 @@ class StatusWindow(QWidget):
         super().showEvent(event)
         self.reload_journal()
         self._journal_timer.start()
+        self._feed.set_watching(True)
 
     def closeEvent(self, event: QCloseEvent) -> None:
         """Hide instead of closing: Quit is what stops ftdesk."""
         event.ignore()
         self.hide()
+
+    def hideEvent(self, event: QHideEvent) -> None:
+        """Stop every poll while the window is hidden (account events still update the cockpit)."""
+        super().hideEvent(event)
         self._journal_timer.stop()
+        self._feed.set_watching(False)
+
+    def stop(self) -> None:
+        """Stop the window's timers for good (the app is shutting down)."""
+        self._journal_timer.stop()
+        self._feed.set_watching(False)

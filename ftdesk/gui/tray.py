@@ -16,6 +16,8 @@ from PySide6.QtWidgets import QMenu, QSystemTrayIcon
 from ftdesk.domain.session import SessionState
 from ftdesk.gui.actions import UserActions
 from ftdesk.gui.bridge import AppStatus, ServiceBridge
+from ftdesk.gui.cockpit_rows import DeskSnapshot, day_pnl_line
+from ftdesk.gui.desk_feed import DeskFeed
 from ftdesk.gui.icons import IconSet, TrayLook
 from ftdesk.gui.status_text import status_lines, tooltip, tray_look
 
@@ -24,10 +26,16 @@ class TrayIcon(QObject):
     """The system-tray icon, its tooltip and its menu, kept in step with the bridge's status."""
 
     def __init__(
-        self, bridge: ServiceBridge, actions: UserActions, icons: IconSet, parent: QObject | None = None
+        self,
+        bridge: ServiceBridge,
+        actions: UserActions,
+        icons: IconSet,
+        feed: DeskFeed | None = None,
+        parent: QObject | None = None,
     ) -> None:
         super().__init__(parent)
         self._bridge = bridge
+        self._pnl_line: str | None = None
         self._actions = actions
         self._icons = icons
         self.look = TrayLook.LOGGED_OUT
@@ -53,6 +61,8 @@ class TrayIcon(QObject):
         self.icon.setContextMenu(self.menu)
         self.icon.activated.connect(self._activated)
         bridge.status_changed.connect(self.show_status)
+        if feed is not None:
+            feed.changed.connect(self._show_pnl)
         self.show_status(bridge.status)
 
     def _status_line(self) -> QAction:
@@ -77,7 +87,7 @@ class TrayIcon(QObject):
         """Make the icon, tooltip and menu say what the status says."""
         self.look = tray_look(status)
         self.icon.setIcon(self._icons.tray_icon(self.look))
-        self.icon.setToolTip(tooltip(status))
+        self.icon.setToolTip(tooltip(status, self._pnl_line))
         for action, line in zip(self.status_actions, status_lines(status).as_list(), strict=True):
             action.setText(line)
         self.login_action.setVisible(status.session is not SessionState.LOGGED_IN)
@@ -91,6 +101,12 @@ class TrayIcon(QObject):
         ):
             action.setEnabled(status.running)
         self.live_action.setChecked(status.live)
+
+    def _show_pnl(self, snapshot: DeskSnapshot) -> None:
+        line = day_pnl_line(snapshot)
+        if line != self._pnl_line:
+            self._pnl_line = line
+            self.icon.setToolTip(tooltip(self._bridge.status, line))
 
     def _live_clicked(self, checked: bool) -> None:
         self._actions.set_live_trading(checked)

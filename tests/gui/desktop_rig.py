@@ -85,6 +85,7 @@ class DesktopRig:
         clock: Clock | None = None,
         settings_file: dict[str, Any] | None = None,
         welcome_seen: bool = True,
+        pnl_refresh_ms: int = 3_600_000,
         **env: str,
     ) -> Desktop:
         """Build (and start) a desktop app; env holds FTSERVICE_* values (FTSERVICE_API_KEY='' unsets it).
@@ -92,6 +93,8 @@ class DesktopRig:
         ``settings_file`` is written to settings.json first (a value there can be changed and restarted,
         unlike one fixed by the environment). ``welcome_seen`` writes the welcome mark first, as on every
         start after the first; with False the data dir is left as it is (a fresh one: a first start).
+        ``pnl_refresh_ms`` is the cockpit's slow P&L poll: an hour by default, so what a test sees in the
+        cockpit arrives through the account events.
         """
         data_dir = self._tmp_path / "data"
         if settings_file is not None:
@@ -117,7 +120,7 @@ class DesktopRig:
             return runtime
 
         control = ServiceControl(load_settings(environ), make_runtime, reload_settings=lambda: load_settings(environ))
-        app = DesktopApp(control, has_tray=has_tray, poll_interval_ms=POLL_MS)
+        app = DesktopApp(control, has_tray=has_tray, poll_interval_ms=POLL_MS, pnl_refresh_ms=pnl_refresh_ms)
         desktop = Desktop(app, environ, aiohttp.ClientSession(), runtimes)
         self._desktops.append(desktop)
         if start:

@@ -1,0 +1,203 @@
+"""The cockpit in the status window: positions and P&L, open orders with Cancel, today's fills, stream health.
+
+Everything comes from the ``DeskFeed`` (which the service's own events keep fresh) and the bridge's status;
+the panel itself never reads the service. The halt bar (kill switch) sits on top of it.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QBrush, QColor, QFont
+from PySide6.QtWidgets import (
+    QGroupBox,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QPushButton,
+    QTableWidget,
+    QTableWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
+
+from ftdesk.gui.bridge import AppStatus
+from ftdesk.gui.cockpit_rows import (
+    FILL_COLUMNS,
+    ORDER_COLUMNS,
+    POSITION_COLUMNS,
+    DeskSnapshot,
+    clock_time,
+    fill_row,
+    order_row,
+    pnl_summary,
+    rows_of,
+)
+from ftdesk.gui.desk_feed import DeskFeed
+from ftdesk.gui.status_text import clients_text, events_text
+
+GAIN = QColor("#1b7a35")
+LOSS = QColor("#b3261e")
+_NUMERIC_FROM = 2  # columns from here on are right-aligned in the positions table
+
+
+def table(columns: tuple[str, ...]) -> QTableWidget:
+    """Return a read-only table with these headers."""
+    widget = QTableWidget(0, len(columns))
+    widget.setHorizontalHeaderLabels(list(columns))
+    widget.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
+    widget.setSelectionMode(QTableWidget.SelectionMode.NoSelection)
+    widget.verticalHeader().setVisible(False)
+    widget.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+    widget.horizontalHeader().setStretchLastSection(True)
+    return widget
+
+
+def cell(text: str, *, bold: bool = False, right: bool = False, value: float | None = None) -> QTableWidgetItem:
+    """Return a table cell; a P&L ``value`` colours it green for a gain, red for a loss."""
+    item = QTableWidgetItem(text)
+    if bold:
+        font = QFont(item.font())
+        font.setBold(True)
+        item.setFont(font)
+    if right:
+        item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+    if value is not None and value != 0:
+        item.setForeground(QBrush(GAIN if value > 0 else LOSS))
+    return item
+
+
+class CockpitPanel(QWidget):
+    """Positions with P&L per account, open orders with Cancel and Cancel all, today's fills, stream health."""
+
+    def __init__(self, feed: DeskFeed, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self._feed = feed
+        self._shown: tuple[object, object, object] | None = None  # what the tables show, by identity
+
+        self.pnl_label = QLabel("Day P&L: -")
+        font = self.pnl_label.font()
+        font.setBold(True)
+        self.pnl_label.setFont(font)
+        self.freshness_label = QLabel()
+        self.freshness_label.setObjectName("freshness")
+        self.streams_label = QLabel()
+        self.streams_label.setObjectName("streams")
+        self.streams_label.setWordWrap(True)
+        self.refresh_button = QPushButton("Refresh")
+        self.refresh_button.setToolTip("Read positions and orders now (they also follow the account events)")
+        self.refresh_button.clicked.connect(feed.refresh)
+
+        self.positions = table(POSITION_COLUMNS)
+        positions_box = QGroupBox("Positions")
+        positions_layout = QVBoxLayout(positions_box)
+        header = QHBoxLayout()
+        header.addWidget(self.pnl_label, 1)
+        header.addWidget(self.freshness_label)
+        header.addWidget(self.refresh_button)
+        positions_layout.addLayout(header)
+        positions_layout.addWidget(self.positions)
+
+        self.orders = table(ORDER_COLUMNS)
+        self.cancel_all_button = QPushButton("Cancel all")
+        self.cancel_all_button.setToolTip("Cancel every open order on every account (cancels are never blocked)")
+        self.cancel_all_button.clicked.connect(feed.cancel_all)
+        self.orders_box = QGroupBox("Open orders")
+        orders_layout = QVBoxLayout(self.orders_box)
+        orders_layout.addWidget(self.orders)
+        orders_footer = QHBoxLayout()
+        orders_footer.addStretch(1)
+        orders_footer.addWidget(self.cancel_all_button)
+        orders_layout.addLayout(orders_footer)
+
+        self.fills = table(FILL_COLUMNS)
+        self.fills_box = QGroupBox("Today's fills")
+        QVBoxLayout(self.fills_box).addWidget(self.fills)
+
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(self.streams_label)
+        layout.addWidget(positions_box, 3)
+        layout.addWidget(self.orders_box, 2)
+        layout.addWidget(self.fills_box, 2)
+
+        self._status: AppStatus | None = None
+        feed.changed.connect(self.show_snapshot)
+        self.show_snapshot(feed.snapshot)
+
+    # --- what it shows ----------------------------------------------------------------------------------
+
+    def show_status(self, status: AppStatus) -> None:
+        """Show the stream health from the bridge's status."""
+        self._status = status
+        self._show_streams(self._feed.snapshot)
+
+    def _show_streams(self, snapshot: DeskSnapshot) -> None:
+        status = self._status
+        if status is None:
+            return
+        last = f", last event {clock_time(snapshot.last_event)}" if snapshot.last_event else ""
+        self.streams_label.setText(
+            f"Streams: market data {status.quotes.value.replace('_', ' ')}; account events "
+            f"{events_text(status)}{last}; clients {clients_text(status)}"
+        )
+
+    def show_snapshot(self, snapshot: DeskSnapshot) -> None:
+        """Show a snapshot (tables are rebuilt only when their data changed)."""
+        self._show_streams(snapshot)
+        self.pnl_label.setText(pnl_summary(snapshot))
+        if snapshot.error:
+            self.freshness_label.setText(f"Not updated: {snapshot.error}")
+        elif not snapshot.logged_in:
+            self.freshness_label.setText("Log in to see positions and orders")
+        else:
+            self.freshness_label.setText(f"as of {clock_time(snapshot.positions_as_of)}")
+        self.refresh_button.setEnabled(snapshot.logged_in)
+        shown = (snapshot.positions, snapshot.open_orders, snapshot.fills)
+        if self._shown is None or any(a is not b for a, b in zip(shown, self._shown, strict=True)):
+            self._shown = shown
+            self._fill_positions(snapshot)
+            self._fill_fills(snapshot)
+        self._fill_orders(snapshot)
+
+    def _fill_positions(self, snapshot: DeskSnapshot) -> None:
+        rows = rows_of(snapshot)
+        self.positions.setRowCount(len(rows))
+        for row, (is_total, cells, pnl) in enumerate(rows):
+            for column, text in enumerate(cells):
+                value = None
+                if pnl is not None and column >= len(cells) - 2:
+                    value = pnl[column - (len(cells) - 2)]
+                item = cell(text, bold=is_total, right=column >= _NUMERIC_FROM, value=value)
+                self.positions.setItem(row, column, item)
+
+    def _fill_orders(self, snapshot: DeskSnapshot) -> None:
+        orders = snapshot.open_orders
+        self.orders_box.setTitle(f"Open orders ({len(orders)})")
+        self.orders.setRowCount(len(orders))
+        last = len(ORDER_COLUMNS) - 1
+        for row, order in enumerate(orders):
+            for column, text in enumerate(order_row(order)[:last]):
+                self.orders.setItem(row, column, cell(text, right=column in (4, 5, 7)))
+            conf_num = order.id_detail.conf_num
+            button = self.orders.cellWidget(row, last)
+            if not isinstance(button, QPushButton) or button.objectName() != f"cancel-{conf_num}":
+                button = QPushButton("Cancel")
+                button.setObjectName(f"cancel-{conf_num}")
+                button.clicked.connect(lambda _checked=False, conf=conf_num: self._feed.cancel(conf))
+                self.orders.setCellWidget(row, last, button)
+            canceling = conf_num in snapshot.canceling
+            button.setText("Canceling…" if canceling else "Cancel")
+            button.setEnabled(not canceling)
+        self.cancel_all_button.setEnabled(bool(orders) and len(snapshot.canceling) < len(orders))
+
+    def _fill_fills(self, snapshot: DeskSnapshot) -> None:
+        fills = snapshot.fills
+        self.fills_box.setTitle(f"Today's fills ({len(fills)})")
+        self.fills.setRowCount(len(fills))
+        for row, order in enumerate(fills):
+            for column, text in enumerate(fill_row(order)):
+                self.fills.setItem(row, column, cell(text, right=column in (5, 6)))
+
+    def cancel_button(self, conf_num: str) -> QPushButton | None:
+        """Return the Cancel button of an open order's row, if the order is listed."""
+        return self.orders.findChild(QPushButton, f"cancel-{conf_num}")

@@ -1,0 +1,201 @@
+"""How the cockpit reads: the snapshot it shows, its table rows, the P&L sums and the tray's P&L line.
+
+Pure functions over domain records, so what the trader sees can be checked without widgets.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from types import MappingProxyType
+
+from ftdesk.domain.accounts import Account, Position
+from ftdesk.domain.orders import Order, PriceType
+
+POSITION_COLUMNS = ("Account", "Symbol", "Qty", "Last", "Market value", "Day P&L", "Total P&L")
+ORDER_COLUMNS = ("Account", "Order", "Symbol", "Side", "Qty", "Filled", "Type", "Price", "Status", "")
+FILL_COLUMNS = ("Entered", "Account", "Order", "Symbol", "Side", "Filled", "Avg price", "Status")
+PRICE_TYPES = MappingProxyType(
+    {PriceType.MARKET: "Market", PriceType.LIMIT: "Limit", PriceType.STOP: "Stop", PriceType.STOP_LIMIT: "Stop limit"}
+)
+
+
+@dataclass(frozen=True)
+class AccountPnl:
+    """One account's positions summed: market value, day and total gain or loss."""
+
+    acct_num: str
+    name: str
+    market_value: float
+    day: float
+    total: float
+
+
+@dataclass(frozen=True)
+class DeskSnapshot:
+    """What the cockpit shows: the accounts, their positions, the open orders and today's fills."""
+
+    accounts: tuple[Account, ...] = ()
+    positions: Mapping[str, tuple[Position, ...]] = field(default_factory=lambda: MappingProxyType({}))
+    open_orders: tuple[Order, ...] = ()
+    fills: tuple[Order, ...] = ()
+    positions_as_of: datetime | None = None  # when positions (and so the P&L) were last read
+    orders_as_of: datetime | None = None
+    last_event: datetime | None = None  # when the last account event arrived
+    error: str | None = None  # why the last read failed, if it did
+    logged_in: bool = False
+    canceling: frozenset[str] = frozenset()  # conf_nums whose cancel is on its way
+
+    def account_pnl(self) -> list[AccountPnl]:
+        """Return each account's sums, in the broker's account order."""
+        sums = []
+        for account in self.accounts:
+            held = self.positions.get(account.acct_num, ())
+            sums.append(
+                AccountPnl(
+                    acct_num=account.acct_num,
+                    name=account.name,
+                    market_value=sum(p.market_value for p in held),
+                    day=sum(p.todays_gain_loss for p in held),
+                    total=sum(p.total_gain_loss for p in held),
+                )
+            )
+        return sums
+
+    def day_pnl(self) -> float | None:
+        """Return today's gain or loss over every account, or None before positions were read."""
+        if self.positions_as_of is None:
+            return None
+        return sum(account.day for account in self.account_pnl())
+
+    def open_order(self, conf_num: str) -> Order | None:
+        """Return the open order with this conf_num, if it is still listed."""
+        return next((o for o in self.open_orders if o.id_detail.conf_num == conf_num), None)
+
+
+def money(value: float, *, signed: bool = False) -> str:
+    """Return dollars with thousands separators; ``signed`` shows a + on gains."""
+    return f"{value:+,.2f}" if signed else f"{value:,.2f}"
+
+
+def quantity(value: float) -> str:
+    """Return a quantity without a trailing .0 (fractional shares keep their digits)."""
+    return f"{value:,.6f}".rstrip("0").rstrip(".")
+
+
+def clock_time(moment: datetime | None) -> str:
+    """Return a time of day in the desktop's zone, or a dash."""
+    return moment.astimezone().strftime("%H:%M:%S") if moment is not None else "-"
+
+
+def position_row(position: Position) -> list[str]:
+    """Return the cells of one position."""
+    return [
+        position.acct_num,
+        position.symbol,
+        quantity(position.quantity),
+        money(position.last_price),
+        money(position.market_value),
+        money(position.todays_gain_loss, signed=True),
+        money(position.total_gain_loss, signed=True),
+    ]
+
+
+def account_row(pnl: AccountPnl) -> list[str]:
+    """Return the cells of an account's total row (it heads the account's positions)."""
+    return [f"{pnl.name} {pnl.acct_num}", "total", "", "", money(pnl.market_value), *pnl_cells(pnl)]
+
+
+def pnl_cells(pnl: AccountPnl) -> list[str]:
+    """Return an account's day and total gain or loss."""
+    return [money(pnl.day, signed=True), money(pnl.total, signed=True)]
+
+
+def order_price(order: Order) -> str:
+    """Return the limit and/or stop price of an order (empty for a market order)."""
+    detail = order.order_detail
+    prices = []
+    if detail.stop_price is not None:
+        prices.append(f"stop {money(detail.stop_price)}")
+    if detail.limit_price is not None:
+        prices.append(money(detail.limit_price))
+    return " / ".join(prices)
+
+
+def order_symbol(order: Order) -> str:
+    """Return the symbol, with the legs of a multi-leg order."""
+    detail = order.order_detail
+    if detail.legs:
+        return f"{detail.symbol} ({len(detail.legs)} legs)"
+    return detail.symbol
+
+
+def order_row(order: Order) -> list[str]:
+    """Return the cells of one open order (the last column holds its Cancel button)."""
+    detail, status = order.order_detail, order.status_detail
+    return [
+        order.acct_num,
+        order.id_detail.conf_num,
+        order_symbol(order),
+        detail.action,
+        quantity(status.qty),
+        quantity(status.qty_exec),
+        PRICE_TYPES.get(detail.price_type, str(detail.price_type)),
+        order_price(order),
+        status.status_desc or status.status.value,
+        "",
+    ]
+
+
+def entered(order: Order) -> str:
+    """Return when an order was entered, as a time of day (the broker's text when it is not a time)."""
+    text = order.order_detail.entry_time
+    try:
+        return clock_time(datetime.fromisoformat(text))
+    except ValueError:
+        return text
+
+
+def fill_row(order: Order) -> list[str]:
+    """Return the cells of one of today's fills."""
+    status = order.status_detail
+    average = "" if status.avg_exec_price is None else money(status.avg_exec_price)
+    return [
+        entered(order),
+        order.acct_num,
+        order.id_detail.conf_num,
+        order_symbol(order),
+        order.order_detail.action,
+        f"{quantity(status.qty_exec)} of {quantity(status.qty)}",
+        average,
+        status.status_desc or status.status.value,
+    ]
+
+
+def day_pnl_line(snapshot: DeskSnapshot) -> str | None:
+    """Return the tray's P&L line ("Day P&L: +12.30 at 14:05:09"), or None when there is nothing to say."""
+    total = snapshot.day_pnl()
+    if not snapshot.logged_in or total is None:
+        return None
+    return f"Day P&L: {money(total, signed=True)} (as of {clock_time(snapshot.positions_as_of)})"
+
+
+def pnl_summary(snapshot: DeskSnapshot) -> str:
+    """Return the cockpit's one-line P&L over the accounts."""
+    sums = snapshot.account_pnl()
+    if snapshot.day_pnl() is None or not sums:
+        return "Day P&L: -"
+    parts = [f"{s.name} {money(s.day, signed=True)}" for s in sums]
+    total = snapshot.day_pnl() or 0.0
+    return f"Day P&L {money(total, signed=True)}  ({', '.join(parts)})"
+
+
+def rows_of(snapshot: DeskSnapshot) -> Sequence[tuple[bool, list[str], tuple[float, float] | None]]:
+    """Return the positions table: each account's total row (bold) then its positions, with P&L for colouring."""
+    rows: list[tuple[bool, list[str], tuple[float, float] | None]] = []
+    for pnl in snapshot.account_pnl():
+        rows.append((True, account_row(pnl), (pnl.day, pnl.total)))
+        for position in snapshot.positions.get(pnl.acct_num, ()):
+            rows.append((False, position_row(position), (position.todays_gain_loss, position.total_gain_loss)))
+    return rows
