@@ -40,6 +40,8 @@ from ftdesk.service.orders_journal import JOURNAL_FILE_NAME, OrderJournal
 from ftdesk.service.routes import route_tables
 from ftdesk.service.routes.app_window import DESKTOP_WINDOW, DesktopWindow
 from ftdesk.service.routing import RouteTable
+from ftdesk.service.safety import SafetyGuard
+from ftdesk.service.safety_store import SafetyStore
 from ftdesk.service.server import PortInUseError, ServiceServer
 from ftdesk.service.session import SessionManager
 from ftdesk.service.streaming_state import StreamingOptions
@@ -154,6 +156,10 @@ class ServiceRuntime:
         orders = OrderDesk(OrderJournal(settings.data_dir / JOURNAL_FILE_NAME, self.clock), self.clock)
         await orders.start()
         resources.push_async_callback(orders.close)
+        # The kill switch's state comes back from the data dir before any order can arrive: a halted run stays halted.
+        safety = await SafetyGuard.open(SafetyStore(settings.data_dir), orders.journal, self.clock)
+        resources.push_async_callback(safety.close)
+        orders.guard = safety
         # Registered before the start: a start that fails half-way may have opened part of the broker already,
         # and closing a broker that never started is safe.
         resources.push_async_callback(self.broker.close)
@@ -211,6 +217,7 @@ class ServiceRuntime:
             orders=orders,
             quotes=quotes,
             events=events,
+            safety=safety,
         )
         app = create_web_app(context, route_tables() + self._extra_tables, streaming=self._streaming)
         if self._window is not None:

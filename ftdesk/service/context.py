@@ -14,6 +14,7 @@ from ftdesk.service.keys import KeySource
 from ftdesk.service.openapi import OpenApiDocument
 from ftdesk.service.orders_desk import OrderDesk
 from ftdesk.service.routing import Endpoint
+from ftdesk.service.safety import SafetyGuard
 from ftdesk.service.session import SessionManager
 from ftdesk.service.streams import StreamRegistry
 from ftdesk.streaming.events import AccountEventHub
@@ -45,6 +46,7 @@ class ServiceContext:
     orders: OrderDesk
     quotes: QuoteHub
     events: AccountEventHub
+    safety: SafetyGuard
 
 
 CONTEXT = web.AppKey("ftdesk_context", ServiceContext)

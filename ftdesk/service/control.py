@@ -28,6 +28,7 @@ from ftdesk.autostart import LoginItem
 from ftdesk.config import SETTINGS_BY_NAME, ConfigError, Settings, SettingSpec
 from ftdesk.domain.errors import FtdeskError, StreamingUnavailable
 from ftdesk.domain.events import AccountEvent
+from ftdesk.domain.safety import HaltOutcome, HaltState, SafetyState
 from ftdesk.domain.session import Credentials, SessionState
 from ftdesk.logs import SecretRedactor, log_dir
 from ftdesk.service.cockpit_access import CockpitAccess, OrderBook
@@ -35,6 +36,7 @@ from ftdesk.service.context import ServiceContext
 from ftdesk.service.first_run import is_first_start, record_welcome_shown
 from ftdesk.service.orders_journal import JournalEntry
 from ftdesk.service.routes.app_window import DesktopWindow
+from ftdesk.service.safety_sweep import halt_trading, resume_trading, safety_state
 from ftdesk.service.server import PortInUseError
 from ftdesk.service.settings_changes import SaveOutcome, save_changes, validate_setting
 from ftdesk.streaming.events import AccountEventHub
@@ -113,6 +115,7 @@ class ServiceChange(StrEnum):
     SESSION = "session"  # the brokerage session's state
     LIVE_TRADING = "live_trading"
     SETTINGS = "settings"  # settings applied without a restart
+    SAFETY = "safety"  # halted or resumed, the live switch's audit, the limits (``ServiceControl.safety()``)
 
 
 StateListener = Callable[[ServiceChange], None]
@@ -280,12 +283,21 @@ class ServiceControl:
     async def _start_run(self, settings: Settings) -> _Run:
         runtime = self._make_runtime(settings, self._window)
         context = await runtime.start()
-        unsubscribe = context.session.add_listener(lambda _state: self._emit(ServiceChange.SESSION))
-        return _Run(runtime, context, unsubscribe)
+        unsubscribers = (
+            context.session.add_listener(lambda _state: self._emit(ServiceChange.SESSION)),
+            context.safety.add_listener(lambda: self._emit(ServiceChange.SAFETY)),
+        )
+        context.safety.bind_live_switch(lambda enabled, source: self.set_live_trading(enabled, source=source))
+        return _Run(runtime, context, lambda: _call_all(unsubscribers))
 
     def _attach(self, run: _Run) -> None:
         self._run = run
         self._settings = run.context.settings
+        safety, live = run.context.safety, run.context.live.enabled
+        if live and safety.halted:
+            self.set_live_trading(False, source="halt kept across the restart")
+        elif safety.last_live_change is None or safety.last_live_change.enabled != live:
+            safety.live_changed(live, "startup")  # the value this run started with (settings or environment)
         self._start_event_reader()
         self._emit(ServiceChange.RUNNING)
 
@@ -448,7 +460,22 @@ class ServiceControl:
             return
         live.enabled = enabled  # the one assignment of the switch in the product
         log.warning("Live trading switched %s (%s)", "ON" if enabled else "off", source)
+        self._require().context.safety.live_changed(enabled, source)  # journaled with source and time
         self._emit(ServiceChange.LIVE_TRADING)
+
+    # --- the kill switch -----------------------------------------------------------------------------------
+
+    async def halt(self, source: str = "tray") -> HaltOutcome:
+        """Halt trading: refuse previews and places, live trading off, cancel every open order; journal it."""
+        return await halt_trading(self._require().context, source)
+
+    async def resume(self, source: str = "tray") -> HaltState:
+        """Lift the halt (live trading stays off; the tray confirms first); return the halt that was lifted."""
+        return await resume_trading(self._require().context, source)
+
+    def safety(self) -> SafetyState:
+        """Return the halt, the live switch and its last change, the limits and today's usage."""
+        return safety_state(self._require().context)
 
     # --- settings ------------------------------------------------------------------------------------------
 
@@ -500,6 +527,11 @@ class ServiceControl:
     async def record_welcome_shown(self) -> None:
         """Remember in the data dir that the welcome window was shown; raise ``OSError`` if it cannot."""
         await asyncio.to_thread(record_welcome_shown, self._settings.data_dir)
+
+
+def _call_all(callables: tuple[Callable[[], None], ...]) -> None:
+    for call in callables:
+        call()
 
 
 def _remove(listeners: list[Any], listener: Any) -> None:

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 
 from ftdesk.domain import errors as e
+from ftdesk.domain.safety import RiskLimitExceeded, TradingHalted
 
 
 @dataclass(frozen=True)
@@ -55,6 +56,13 @@ ERROR_TABLE: Mapping[type[e.FtdeskError], ErrorSpec] = MappingProxyType(
         e.PreviewMismatch: ErrorSpec(
             "PREVIEW_MISMATCH", 409, "The place body differs from the preview; details name the fields."
         ),
+        # 409, not 423: the request is fine, the service's state (halted) refuses it; 423 is WebDAV's lock.
+        TradingHalted: ErrorSpec(
+            "TRADING_HALTED",
+            409,
+            "The kill switch is on: previews and places are refused until the trader resumes (tray, or POST "
+            "/api/v1/safety/resume). Cancels still work. `details.halted_since`, `details.halted_by`.",
+        ),
         e.PayloadTooLarge: ErrorSpec("PAYLOAD_TOO_LARGE", 413, "The request body exceeds FTSERVICE_MAX_BODY_BYTES."),
         e.ValidationFailed: ErrorSpec(
             "VALIDATION_ERROR",
@@ -70,6 +78,13 @@ ERROR_TABLE: Mapping[type[e.FtdeskError], ErrorSpec] = MappingProxyType(
             "The JSON is not of the declared types or past the input limits: a string where a number belongs, a "
             "number where a boolean belongs, nesting deeper than 64 levels, a number too large; details name each "
             "place (`details[].type` e.g. `float_type`, `bool_type`, `json_too_deep`, `number_too_large`).",
+        ),
+        RiskLimitExceeded: ErrorSpec(
+            "RISK_LIMIT",
+            422,
+            "The order crosses a local risk limit (size, notional, price distance, rate, open orders, symbol list, "
+            "daily loss); nothing reached the broker. `details.limit` names it, `details.limit_value` is its value, "
+            "`details.order_value` the order's.",
         ),
         e.IdempotencyKeyReused: ErrorSpec(
             "IDEMPOTENCY_KEY_REUSED", 422, "The Idempotency-Key was used before with a different body."

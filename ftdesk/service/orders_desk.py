@@ -10,6 +10,9 @@
 * Journal (``orders_journal``): each preview, place and cancel is written before the broker call and
   updated after it; refusals are written too. If the journal cannot be written the order is not sent.
 * No retries: the desk calls the broker once; the route passes a runner with ``retry_on_expiry=False``.
+* Safety guard (``safety``): while the kill switch is on, previews and places are refused with
+  ``TRADING_HALTED`` (journaled as refused) before anything else reaches the broker; cancels never ask. The desk
+  counts the places past the gate so a halt can wait for their answers before it cancels the open orders.
 """
 
 from __future__ import annotations
@@ -49,6 +52,7 @@ from ftdesk.service.orders_journal import (
     StoredResponse,
 )
 from ftdesk.service.orders_previews import BoundPreview, OrderKind, PreviewBook
+from ftdesk.service.safety import SafetyGuard
 
 log = logging.getLogger(__name__)
 
@@ -143,7 +147,20 @@ class OrderDesk:
     def __init__(self, journal: OrderJournal, clock: Clock) -> None:
         self.journal = journal
         self.previews = PreviewBook(clock)
+        self.guard: SafetyGuard | None = None  # set by the composition root once the safety file is read
         self._late_writes: set[asyncio.Task[None]] = set()
+        self._places_in_flight = 0
+        self._settled = asyncio.Event()
+        self._settled.set()
+
+    async def settled(self) -> None:
+        """Return once no place that passed the gate is still waiting for the broker's answer."""
+        await self._settled.wait()
+
+    async def _gate(self, ticket: OrderTicket) -> None:
+        """Ask the safety guard whether this preview or place may go on (raise its refusal)."""
+        if self.guard is not None:
+            self.guard.check_not_halted()
 
     async def start(self) -> int:
         """Open the journal; return how many actions a previous run left in flight (now ``unknown``)."""
@@ -162,7 +179,12 @@ class OrderDesk:
     # --- previews, cancels ----------------------------------------------------------------------------
 
     async def preview(self, ticket: OrderTicket, run: Runner[P], operation: Operation[P]) -> P:
-        """Journal and run a preview; remember its conf_num(s) for the place."""
+        """Journal and run a preview (refused while halted); remember its conf_num(s) for the place."""
+        try:
+            await self._gate(ticket)
+        except FtdeskError as exc:
+            await self._refuse(ticket.draft(), exc, None)
+            raise
         result = await self.journaled(ticket, run, operation)
         assert ticket.kind is not None
         self.previews.register(ticket.kind, _conf_nums_of(result), ticket.fields)
@@ -211,10 +233,27 @@ class OrderDesk:
                 await self._refuse(draft, error, None)
                 raise error
         try:
-            preview = self._admit(ticket)
+            preview = await self._admit(ticket)
         except FtdeskError as exc:
             await self._refuse(draft, exc, key)
             raise
+        self._places_in_flight += 1  # no await since the gate: a halt now waits for this place's answer
+        self._settled.clear()
+        try:
+            return await self._send(ticket, preview, run, operation)
+        finally:
+            self._places_in_flight -= 1
+            if not self._places_in_flight:
+                self._settled.set()
+
+    async def _send(
+        self,
+        ticket: OrderTicket,
+        preview: BoundPreview,
+        run: Runner[OrderPlacement],
+        operation: Operation[OrderPlacement],
+    ) -> OrderPlacement:
+        key = ticket.idempotency_key
         entry_id = await self._begin(ticket, preview=preview)
 
         reached = False
@@ -258,8 +297,9 @@ class OrderDesk:
         )
         return placement
 
-    def _admit(self, ticket: OrderTicket) -> BoundPreview:
-        """Apply the live gate, then claim the bound preview (both before any broker call)."""
+    async def _admit(self, ticket: OrderTicket) -> BoundPreview:
+        """Apply the safety guard and the live gate, then claim the bound preview (all before any broker call)."""
+        await self._gate(ticket)
         if not ticket.live_trading:
             raise LiveTradingDisabled(LIVE_TRADING_OFF)
         assert ticket.kind is not None

@@ -93,6 +93,9 @@ class JournalAction(StrEnum):
     PLACE = "place"
     CANCEL_PREVIEW = "cancel_preview"
     CANCEL = "cancel"
+    HALT = "halt"  # the kill switch: who pulled it, what it canceled and what it could not
+    RESUME = "resume"
+    LIVE_SWITCH = "live_switch"  # live trading turned on or off, and by whom
 
 
 class Outcome(StrEnum):
@@ -161,7 +164,10 @@ class JournalEntry(BaseModel):
     finished_time: datetime | None = Field(description="When the outcome was recorded (null while pending).")
     request_id: str = Field(description="The X-Request-ID of the request, to find it in the service log.")
     endpoint: str = Field(description="Method and path, e.g. 'POST /api/v1/orders/equity/place'.")
-    action: JournalAction = Field(description="preview, place, cancel_preview or cancel.")
+    action: JournalAction = Field(
+        description="preview, place, cancel_preview or cancel; halt, resume and live_switch record the kill switch "
+        "and the live-trading switch (endpoint says who: 'safety (tray)', 'safety (api)', ...)."
+    )
     order_kind: str | None = Field(
         description="equity, option, multi_leg, replace, conditional or conditional_replace; null for cancels."
     )

@@ -51,11 +51,13 @@ CHECKS = [
     content_type_conformance,
     response_headers_conformance,
 ]
-# Operations that would end the session the others need, and streams (an SSE or WebSocket response never
-# ends, so a generated request would wait forever); each has dedicated tests.
+# Operations that would end the session the others need (or halt trading for them: the kill switch), and
+# streams (an SSE or WebSocket response never ends, so a generated request would wait forever); each has
+# dedicated tests.
 SKIPPED = {
     ("POST", "/api/v1/auth/logout"),
     ("POST", "/api/v1/auth/login"),
+    ("POST", "/api/v1/safety/halt"),
     ("GET", "/api/v1/streaming/quotes"),
     ("GET", "/api/v1/streaming/events"),
     ("GET", "/api/v1/ws/quotes"),

@@ -30,6 +30,7 @@ from aiohttp import web
 
 from ftdesk.domain import errors as e
 from ftdesk.domain.orders import OrderPlacement
+from ftdesk.domain.safety import RiskLimitExceeded, TradingHalted
 from ftdesk.service.orders_bodies import OrderBodyMixin
 from ftdesk.service.orders_desk import Operation, OrderTicket, P
 from ftdesk.service.orders_journal import JournalAction
@@ -43,8 +44,16 @@ IDEMPOTENCY_HEADER = "Idempotency-Key"
 _IDEMPOTENCY_KEY = re.compile(r"[\x21-\x7e]{1,255}")
 _PATH_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
-PREVIEW_ERRORS: tuple[type[e.FtdeskError], ...] = (e.NotFound, e.OrderRejected, e.ActionMismatch)
+PREVIEW_ERRORS: tuple[type[e.FtdeskError], ...] = (
+    e.NotFound,
+    e.OrderRejected,
+    e.ActionMismatch,
+    TradingHalted,
+    RiskLimitExceeded,
+)
 PLACE_ERRORS: tuple[type[e.FtdeskError], ...] = (
+    TradingHalted,
+    RiskLimitExceeded,
     e.OrderRejected,
     e.LiveTradingDisabled,
     e.PreviewRequired,

@@ -1,0 +1,96 @@
+"""The kill switch's memory: ``safety.json`` in the data dir (0600), so a restart comes back halted.
+
+The file holds the halt (halted, since, by, reason), the last change of the live-trading switch and the days
+on which an account's daily loss limit halted trading. It is replaced atomically (write a temp file, fsync,
+rename): a crash leaves the old state or the new one, never half of one. An unreadable file is treated as
+HALTED (the safe reading of "we do not know"), with the reason saying so.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import tempfile
+from dataclasses import dataclass, field, replace
+from datetime import date, datetime
+from pathlib import Path
+from typing import Any
+
+from ftdesk.data_dir import DATA_DIR_MODE, DATA_FILE_MODE
+from ftdesk.domain.safety import HaltState, LiveSwitchChange
+
+log = logging.getLogger(__name__)
+
+SAFETY_FILE_NAME = "safety.json"
+
+
+@dataclass(frozen=True)
+class SafetyRecord:
+    """What the safety file keeps."""
+
+    halt: HaltState = field(default_factory=lambda: HaltState(halted=False))
+    last_live_change: LiveSwitchChange | None = None
+    loss_halted: tuple[tuple[str, date], ...] = ()  # (acct_num, day) the loss limit halted trading
+
+    def with_loss_halt(self, acct_num: str, day: date) -> SafetyRecord:
+        """Return the record with the loss-limit halt of this account on this day noted (one per account)."""
+        kept = tuple((acct, when) for acct, when in self.loss_halted if acct != acct_num)
+        return replace(self, loss_halted=(*kept, (acct_num, day)))
+
+    def loss_halted_on(self, acct_num: str) -> date | None:
+        """Return the day the loss limit last halted trading for this account, if it ever did."""
+        return next((when for acct, when in self.loss_halted if acct == acct_num), None)
+
+
+class SafetyStore:
+    """Reads and writes ``safety.json``; blocking, so the service calls it through ``asyncio.to_thread``."""
+
+    def __init__(self, data_dir: Path) -> None:
+        self.path = data_dir / SAFETY_FILE_NAME
+
+    def load(self, now: datetime) -> SafetyRecord:
+        """Return the stored record; nothing stored is not halted, an unreadable file is halted."""
+        try:
+            text = self.path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return SafetyRecord()
+        except OSError as exc:
+            return _unreadable(now, f"the safety file could not be read ({exc.strerror})")
+        try:
+            raw = json.loads(text)
+            halt = HaltState.model_validate(raw["halt"])
+            live = raw.get("last_live_change")
+            return SafetyRecord(
+                halt=halt,
+                last_live_change=LiveSwitchChange.model_validate(live) if live else None,
+                loss_halted=tuple((str(a), date.fromisoformat(str(d))) for a, d in raw.get("loss_halted", [])),
+            )
+        except (ValueError, KeyError, TypeError) as exc:
+            log.error("The safety file %s is unreadable (%s): trading stays halted", self.path, type(exc).__name__)
+            return _unreadable(now, "the safety file was unreadable")
+
+    def save(self, record: SafetyRecord) -> None:
+        """Replace the stored record atomically (0600)."""
+        document: dict[str, Any] = {
+            "halt": record.halt.model_dump(mode="json"),
+            "last_live_change": record.last_live_change.model_dump(mode="json") if record.last_live_change else None,
+            "loss_halted": [[acct, day.isoformat()] for acct, day in record.loss_halted],
+        }
+        self.path.parent.mkdir(mode=DATA_DIR_MODE, parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".safety-", dir=self.path.parent)  # mkstemp makes it 0600
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                json.dump(document, handle, indent=2)
+                handle.flush()
+                os.fsync(handle.fileno())
+            if os.name == "posix":
+                os.chmod(tmp, DATA_FILE_MODE)
+            os.replace(tmp, self.path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+
+
+def _unreadable(now: datetime, why: str) -> SafetyRecord:
+    return SafetyRecord(halt=HaltState(halted=True, since=now, by="safety-file", reason=f"{why}: resume once checked"))
