@@ -3,8 +3,9 @@
 Names are the spec's: camelCase for equity and single-leg option orders (``acctNum``, ``orderActionCode``,
 ``priceTypeCode``, ...), snake_case for multi-leg, conditional, cancel, staged and agreement bodies; the
 other spelling is accepted too. Everything a broker would refuse for its shape is a 422 here, naming the
-field: a limit order without ``limitPrice``, a price the price type does not use, a fractional or
-non-positive quantity, an unknown action code, the wrong number of conditional legs.
+field: a limit order without ``limitPrice``, a price the price type does not use, a non-positive quantity,
+a fractional number of contracts, a fraction of a share finer than 0.0001 or on an order that may not have
+one (``fractional_rule``), an unknown action code, the wrong number of conditional legs.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import hashlib
 import json
 from dataclasses import replace
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Self
 
 from pydantic import (
     AliasChoices,
@@ -22,6 +23,7 @@ from pydantic import (
     StringConstraints,
     ValidationInfo,
     field_validator,
+    model_validator,
 )
 
 from ftdesk.domain.base import JsonObject
@@ -46,13 +48,16 @@ from ftdesk.service.order_fields import (
     EQUITY_ACTIONS,
     LIMIT_TYPES,
     OPTION_ACTIONS,
+    SHARE_QUANTITY,
     STOP_TYPES,
     CamelBody,
     NetPrice,
     Price,
     Quantity,
+    ShareQuantity,
     SnakeBody,
     Symbol,
+    fractional_rule,
     price_of,
     price_rule,
 )
@@ -137,8 +142,9 @@ class _CamelPriced(CamelBody, OrderBodyMixin):
 class _CamelConfirmed(BaseModel):
     """The preview conf_num a camelCase place body carries."""
 
-    confNum: ConfNum | None = Field(
-        default=None, description="conf_num of the preview of this order (required: without it PREVIEW_REQUIRED)."
+    confNum: ConfNum = Field(
+        description="conf_num of the preview of this order. Required: a place without it is a 422 VALIDATION_ERROR "
+        "naming confNum, one no preview of this service made is PREVIEW_REQUIRED."
     )
 
     def given_conf_nums(self) -> tuple[str, ...]:
@@ -155,7 +161,7 @@ class _EquityFields(_CamelPriced):
     acctNum: AcctNum = Field(description="Account number.")
     symbol: Symbol = Field(description="Ticker, e.g. AAPL (upper-cased).")
     orderActionCode: EquityAction = Field(description=EQUITY_ACTIONS)
-    qty: Quantity = Field(description="Whole shares, more than 0.")
+    qty: ShareQuantity = Field(description=SHARE_QUANTITY)
     priceTypeCode: PriceType = Field(description="M market, L limit, S stop, SL stop limit.")
     limitPrice: Price | None = Field(
         default=None, validate_default=True, description="Limit price: required for L and SL, refused otherwise."
@@ -166,6 +172,11 @@ class _EquityFields(_CamelPriced):
         description="Stop (trigger) price: required for S and SL, refused otherwise.",
     )
     tifCode: TimeInForce = Field(default=TimeInForce.DAY, description="D day (default), G good till canceled.")
+
+    @model_validator(mode="after")
+    def _fraction_allowed(self) -> Self:
+        fractional_rule(self.qty, self.priceTypeCode, self.tifCode, self.orderActionCode)
+        return self
 
     def equity_order(self) -> EquityOrder:
         """Return the domain equity order."""
@@ -318,8 +329,9 @@ class MultiLegPreviewBody(SnakeBody, OrderBodyMixin):
 class MultiLegPlaceBody(MultiLegPreviewBody):
     """A multi-leg option order to place, with the preview's conf_num."""
 
-    conf_num: ConfNum | None = Field(
-        default=None, description="conf_num of the preview of this order (required: without it PREVIEW_REQUIRED)."
+    conf_num: ConfNum = Field(
+        description="conf_num of the preview of this order (also accepted as confNum). Required: a place without "
+        "it is a 422 VALIDATION_ERROR naming conf_num, one no preview of this service made is PREVIEW_REQUIRED."
     )
 
     def given_conf_nums(self) -> tuple[str, ...]:
@@ -424,10 +436,10 @@ class _SnakeConfirmed(BaseModel):
     """The preview conf_nums a conditional place body carries."""
 
     conf_nums: list[ConfNum] = Field(
-        default_factory=list,
+        min_length=1,
         max_length=3,
         description="The conf_nums of the preview, in order (all of them, or all but the last as the upstream "
-        "SDK sends them). Required: without them PREVIEW_REQUIRED.",
+        "SDK sends them). Required: a place without them is a 422 VALIDATION_ERROR naming conf_nums.",
     )
 
     def given_conf_nums(self) -> tuple[str, ...]:
