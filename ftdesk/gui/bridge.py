@@ -24,7 +24,8 @@ from PySide6.QtCore import QObject, QTimer, QUrl, Signal
 from PySide6.QtGui import QDesktopServices, QGuiApplication
 
 from ftdesk.domain.errors import FtdeskError, TotpRequired
-from ftdesk.domain.events import AccountEvent, EventType
+from ftdesk.domain.event_names import FILL_NAMES, EventName
+from ftdesk.domain.events import AccountEvent
 from ftdesk.domain.session import Credentials, SessionState
 from ftdesk.gui.contracts import LoginOutcome, LoginRequest, LoginResult
 from ftdesk.service.control import HubState, JournalEntry, SaveOutcome, ServiceChange, ServiceControl, Settings
@@ -74,7 +75,7 @@ STREAM_NAMES = MappingProxyType({"quotes": "Market-data stream", "events": "Acco
 def fill_message(event: AccountEvent) -> tuple[str, str]:
     """Return the notification title and text of a fill event."""
     desc = event.desc
-    partial = bool(desc.get("partial"))
+    partial = event.event_type is EventName.ORDER_PARTIAL_FILL
     title = "Order partly filled" if partial else "Order filled"
     price = desc.get("price")
     shown_price = f" at {price:,.2f}" if isinstance(price, int | float) else ""
@@ -245,7 +246,7 @@ class ServiceBridge(QObject):
                 self._streams_lost.discard(name)  # logged out or idle: nothing to come back
 
     def _on_account_event(self, event: AccountEvent) -> None:
-        if event.event_type == EventType.EXECUTION.value:
+        if event.event_type in FILL_NAMES:
             self.notify.emit(*fill_message(event))
 
     # --- login (LoginSubmit) ------------------------------------------------------------------------

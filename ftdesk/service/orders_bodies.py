@@ -137,9 +137,8 @@ class _CamelPriced(CamelBody, OrderBodyMixin):
 class _CamelConfirmed(BaseModel):
     """The preview conf_num a camelCase place body carries."""
 
-    confNum: ConfNum = Field(
-        description="conf_num of the preview of this order. Required: a place without it is a 422 VALIDATION_ERROR "
-        "naming confNum, one no preview of this service made is PREVIEW_REQUIRED."
+    confNum: ConfNum | None = Field(
+        default=None, description="conf_num of the preview of this order (required: without it PREVIEW_REQUIRED)."
     )
 
     def given_conf_nums(self) -> tuple[str, ...]:
@@ -319,9 +318,8 @@ class MultiLegPreviewBody(SnakeBody, OrderBodyMixin):
 class MultiLegPlaceBody(MultiLegPreviewBody):
     """A multi-leg option order to place, with the preview's conf_num."""
 
-    conf_num: ConfNum = Field(
-        description="conf_num of the preview of this order (also accepted as confNum). Required: a place without "
-        "it is a 422 VALIDATION_ERROR naming conf_num, one no preview of this service made is PREVIEW_REQUIRED."
+    conf_num: ConfNum | None = Field(
+        default=None, description="conf_num of the preview of this order (required: without it PREVIEW_REQUIRED)."
     )
 
     def given_conf_nums(self) -> tuple[str, ...]:
@@ -426,10 +424,10 @@ class _SnakeConfirmed(BaseModel):
     """The preview conf_nums a conditional place body carries."""
 
     conf_nums: list[ConfNum] = Field(
-        min_length=1,
+        default_factory=list,
         max_length=3,
         description="The conf_nums of the preview, in order (all of them, or all but the last as the upstream "
-        "SDK sends them). Required: a place without them is a 422 VALIDATION_ERROR naming conf_nums.",
+        "SDK sends them). Required: without them PREVIEW_REQUIRED.",
     )
 
     def given_conf_nums(self) -> tuple[str, ...]:

@@ -107,7 +107,8 @@ async def test_login_alone_configures_beps_and_events_flow(rig: Rig) -> None:
     assert subscription.variables == {"subscribeId": MEMBER_ID, "consumerAppId": "ATN"}  # MID of the context
     assert await rig.appsync.push(beps_event(1)) == 1
     (got,) = await read(consumer, 1)
-    assert got.event.event_type == "MFCEX" and got.event.desc["event_id"] == "evt-1"
+    assert (got.event.event_type, got.event.upstream_code) == ("ORDER_FILL", "MFCEX")
+    assert got.event.desc["event_id"] == "evt-1"
     status = rig.hub.status()
     assert status.live is True and status.why_not is None
     assert status.detail is not None and "JWT exp" in status.detail

@@ -111,11 +111,11 @@ async def test_events_arrive_mapped_and_numbered(rig: BepsRig) -> None:
     got = await read(consumer, 4)
 
     assert [item.id for item in got] == [1, 2, 3, 4]
-    assert [(item.event.event_type, item.event.category) for item in got] == [
-        ("MFCEX", EventCategory.ORDER),
-        ("SPPOS", EventCategory.POSITION),
-        ("TRPA", EventCategory.ALERT),
-        ("ZZNEW", EventCategory.OTHER),
+    assert [(item.event.event_type, item.event.category, item.event.upstream_code) for item in got] == [
+        ("ORDER_FILL", EventCategory.ORDER, "MFCEX"),
+        ("POSITION_CHANGED", EventCategory.POSITION, "SPPOS"),
+        ("PRICE_ALERT_ABOVE", EventCategory.ALERT, "TRPA"),
+        ("OTHER", EventCategory.OTHER, "ZZNEW"),
     ]
     fill = got[0].event
     assert fill.desc["event_id"] == "evt-0001" and fill.desc["desc"] == "event 1"
@@ -157,7 +157,7 @@ async def test_a_killed_connection_is_reopened_after_the_backoff_and_the_stream_
     await rig.server.push(beps_event(2, "ORDUP"))
 
     (second,) = await read(consumer, 1)
-    assert (second.id, second.event.event_type) == (2, "ORDUP")
+    assert (second.id, second.event.event_type, second.event.upstream_code) == (2, "ORDER_UPDATED", "ORDUP")
     assert rig.hub.status().reconnect_count == 1
 
 

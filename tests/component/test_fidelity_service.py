@@ -228,10 +228,17 @@ async def test_beps_events_reach_the_event_stream(start_fidelity: StartFidelity)
             }
         )
         frames = await stream.until(lambda frame: frame.event == "beps")
+        # A code ftdesk does not know is passed on as OTHER, its code kept.
+        assert await upstream.appsync.push({"eventId": "e-2", "eventType": "ZZ9XY", "message": "{}"}) == 1
+        later = await stream.until(lambda frame: frame.event == "beps" and frame.data["desc"]["event_id"] == "e-2")
     event = frames[-1].data
-    assert (event["event_type"], event["category"]) == ("MFCEX", "order")
+    # The spec's name, the upstream's code beside it.
+    assert (event["event_type"], event["category"], event["desc"]["upstream_code"]) == ("ORDER_FILL", "order", "MFCEX")
     assert "Bought 2 AAPL" in str(event["desc"])
     assert frames[-1].fields["id"] == "1"
+    unknown = later[-1].data
+    assert (unknown["event_type"], unknown["category"], unknown["desc"]["upstream_code"]) == ("OTHER", "other", "ZZ9XY")
+    assert later[-1].fields["id"] == "2"
 
 
 async def test_without_the_beps_settings_events_are_live_after_login(start_service) -> None:
@@ -252,7 +259,12 @@ async def test_without_the_beps_settings_events_are_live_after_login(start_servi
             assert session is not None and session.token in upstream.appsync.issued  # fetched at login
             assert await upstream.appsync.push({"eventId": "e-9", "eventType": "CXL01", "message": "{}"}) == 1
             frames = await stream.until(lambda frame: frame.event == "beps")
-        assert (frames[-1].data["event_type"], frames[-1].data["source"]) == ("CXL01", "beps")
+        cancel = frames[-1].data
+        assert (cancel["event_type"], cancel["desc"]["upstream_code"], cancel["source"]) == (
+            "ORDER_CANCELED",
+            "CXL01",
+            "beps",
+        )
         _, after = await service.call("GET", f"{API}/streaming/status")
         beps = after["data"]["beps"]
         assert beps["live"] is True and beps["why_not"] is None
@@ -285,19 +297,22 @@ async def test_with_beps_down_a_fill_comes_from_the_alert_history_and_once_only_
 
     async with open_sse(service, f"{API}/streaming/events") as stream:
         document = upstream.fidelity.alert_history.add_fill(
-            acct=payloads.MARGIN, order="D02PTTQR", symbol="AAPL", qty=10, executed=10, price=190.5
+            acct=payloads.MARGIN, order="D02PTTQR", symbol="AAPL", qty=10, executed=4, price=190.5
         )
         frames = await stream.until(lambda frame: frame.event == "beps")
         fill = frames[-1].data
-        assert (fill["event_type"], fill["category"], fill["source"]) == ("MFCEX", "order", "alerts")
-        assert fill["desc"]["conf_num"] == "D02PTTQR" and fill["desc"]["fill_qty"] == 10
+        # 4 of 10: the alert states the quantities, so it is a partial fill
+        assert (fill["event_type"], fill["category"], fill["source"]) == ("ORDER_PARTIAL_FILL", "order", "alerts")
+        assert fill["desc"]["upstream_code"] == "MFCEX"
+        assert fill["desc"]["conf_num"] == "D02PTTQR" and fill["desc"]["fill_qty"] == 4
         assert fill["desc"]["price"] == 190.5 and fill["desc"]["acct_num"] == payloads.MARGIN
 
         upstream.appsync.stop_refusing()  # BEPS is back
         await stream.until(lambda frame: frame.event == "status" and frame.data.get("state") == "connected")
         back = await wait_for_status(service, lambda beps: beps["live"] and not beps["fallback"]["active"])
         polls = back["fallback"]["polls"]
-        # BEPS now reports the same fill (its message carrying the ALERT document), then a new one.
+        # BEPS now reports the same fill (its message carrying the ALERT document: ORDER_FILL, as a BEPS event does
+        # not state the quantities), then a new one: the first is still recognised and dropped.
         sent = {"eventType": "MFCEX", "message": document}
         assert await upstream.appsync.push({"eventId": "b-1", **sent}) == 1
         assert await upstream.appsync.push({"eventId": "b-2", "eventType": "MFCEX", "message": '{"orderNum": "X1"}'})

@@ -63,7 +63,7 @@ async def test_a_marketable_order_placed_now_fills_and_emits_events_in_order(tmp
         stream = events.events()
         seen = [await asyncio.wait_for(anext(stream), 2) for _ in range(3)]
         types = [ev.event_type for ev in seen]
-        assert "MFCEX" in types and all(ev.desc.get("acct_num") == acct for ev in seen)
+        assert "ORDER_FILL" in types and all(ev.desc.get("acct_num") == acct for ev in seen)
     finally:
         await events.close()
         await broker.close()
@@ -118,7 +118,8 @@ async def test_price_alerts_fire_from_the_tick_loop(tmp_path: Path) -> None:
         else:
             pytest.fail("TSLA never rose 0.1% in a simulated day")
         event = await asyncio.wait_for(anext(stream), 2)
-        assert event.event_type == "TRPA" and event.desc["trigger_id"] == trigger.trigger_id
+        assert (event.event_type, event.upstream_code) == ("PRICE_ALERT_ABOVE", "TRPA")
+        assert event.desc["trigger_id"] == trigger.trigger_id
     finally:
         await events.close()
         await broker.close()

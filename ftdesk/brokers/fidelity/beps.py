@@ -30,7 +30,6 @@ import re
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
@@ -38,7 +37,7 @@ import aiohttp
 
 from ftdesk.domain.clock import Clock
 from ftdesk.domain.errors import BrokerError, StreamingUnavailable
-from ftdesk.domain.events import AccountEvent, EventCategory
+from ftdesk.domain.events import AccountEvent, account_event
 
 if TYPE_CHECKING:
     from ftdesk.config import Settings
@@ -56,27 +55,6 @@ SUBSCRIPTION_DOCUMENT = """subscription Subscription($subscribeId: String!, $con
     eventId subscribeId source eventCreatedTime eventType handleTime hasError message desc consumerAppId
   }
 }"""
-
-# The 15 named event types of the decompiled app (about 20 exist); others map to "other".
-EVENT_CATEGORIES: Mapping[str, EventCategory] = MappingProxyType(
-    {
-        "MFCEX": EventCategory.ORDER,
-        "ORDUP": EventCategory.ORDER,
-        "CXL01": EventCategory.ORDER,
-        "SPPOS": EventCategory.POSITION,
-        "CBUPD": EventCategory.POSITION,
-        "SPBSM": EventCategory.BALANCE,
-        "TRPA": EventCategory.ALERT,
-        "TRPB": EventCategory.ALERT,
-        "MA50A": EventCategory.ALERT,
-        "MA50B": EventCategory.ALERT,
-        "MA200A": EventCategory.ALERT,
-        "MA200B": EventCategory.ALERT,
-        "52WHA": EventCategory.ALERT,
-        "52WHB": EventCategory.ALERT,
-        "VOLAL": EventCategory.ALERT,
-    }
-)
 
 _MESSAGE_LIMIT = 300  # characters of upstream text kept in an error message
 
@@ -177,15 +155,11 @@ def event_time(value: Any, clock: Clock) -> str:
 
 
 def to_account_event(item: Mapping[str, Any], clock: Clock) -> AccountEvent:
-    """Map one ``subScribeBEPSEvent`` object: type, category, and every other field (snake_case) in desc."""
-    event_type = str(item.get("eventType") or "")
+    """Map one ``subScribeBEPSEvent`` object: its code named by the one table, the other fields (snake_case) in desc."""
     desc = {_snake(str(key)): value for key, value in item.items() if key != "eventType"}
-    return AccountEvent(
-        event_type=event_type,
-        category=EVENT_CATEGORIES.get(event_type.upper(), EventCategory.OTHER),
-        desc=desc,
-        time=event_time(item.get("eventCreatedTime"), clock),
-        source="beps",
+    code = item.get("eventType")
+    return account_event(
+        None if code is None else str(code), desc, time=event_time(item.get("eventCreatedTime"), clock), source="beps"
     )
 
 

@@ -3,8 +3,9 @@
 The account-event hub polls this every ``interval`` seconds while its BEPS connection is not open, and once
 more when it comes back. Each poll reads messages 1 to ``page`` of ``POST ecawsgateway/ftgw/alerts/services/
 ATBTAlerts`` (SOAP, captured); every ``Document`` is an escaped ``ALERT`` XML document whose ``MSG_TYPE`` uses
-the BEPS event codes (``MFCEX`` fill, ``CXL01`` cancel), so the events have the same ``event_type`` and
-category as BEPS's own, with ``source`` ``alerts``. The first poll of a session only notes what is already
+the BEPS event codes (``MFCEX`` fill, ``CXL01`` cancel), so the events are named by the same table as BEPS's
+own (``ORDER_FILL``, ``ORDER_PARTIAL_FILL``, ``ORDER_CANCELED``; the code in ``upstream_code``), with ``source``
+``alerts``. The first poll of a session only notes what is already
 there (history from before login is not news); after that, each ``MSG_ID`` not seen before is one event.
 
 Unknowns and their guards:
@@ -29,11 +30,10 @@ from collections.abc import Callable
 from types import MappingProxyType
 from typing import Any
 
-from ftdesk.brokers.fidelity.beps import EVENT_CATEGORIES
 from ftdesk.brokers.fidelity.http import FidelityHttp
 from ftdesk.brokers.fidelity.user_data_alerts import ECAWS, soap_root
 from ftdesk.domain.clock import Clock
-from ftdesk.domain.events import AccountEvent, EventCategory
+from ftdesk.domain.events import AccountEvent, EventType, account_event
 
 log = logging.getLogger(__name__)
 
@@ -45,7 +45,8 @@ SOURCE = "alerts"
 DEFAULT_INTERVAL = 15.0
 """Seconds between polls: one small SOAP call, only while BEPS is down."""
 PAGE = 100
-ORDER_TYPES = frozenset({"MFCEX", "ORDUP", "CXL01"})
+ORDER_TYPES = frozenset({EventType.EXECUTION, EventType.ORDER_UPDATE, EventType.ORDER_CANCELED})
+"""The upstream codes of order events: the ones a duplicate is looked for."""
 
 
 def history_envelope(first: int, last: int) -> str:
@@ -124,7 +125,6 @@ def _number(text: str | None) -> float | int | None:
 
 def to_event(fields: dict[str, str], clock: Clock) -> AccountEvent:
     """Map one ALERT document to the account event BEPS would have sent for it, marked ``alerts``."""
-    event_type = fields.get("MSG_TYPE", "").strip().upper()
     desc: dict[str, Any] = {
         "msg_id": fields.get("MSG_ID"),
         "acct_num": fields.get("ACCOUNT_NUM"),
@@ -144,10 +144,9 @@ def to_event(fields: dict[str, str], clock: Clock) -> AccountEvent:
         "message": fields.get("DISPLAY_DATA"),
         "alert_time": fields.get("ALERT_PUBLISHER_TMST"),
     }
-    return AccountEvent(
-        event_type=event_type,
-        category=EVENT_CATEGORIES.get(event_type, EventCategory.OTHER),
-        desc={key: value for key, value in desc.items() if value is not None},
+    return account_event(
+        fields.get("MSG_TYPE"),
+        {key: value for key, value in desc.items() if value is not None},
         time=clock.now().isoformat(),
         source=SOURCE,
     )
@@ -219,8 +218,12 @@ class FillsFallback:
         return [to_event(doc, self._clock) for doc in fresh]
 
     def dedupe_key(self, event: AccountEvent) -> str | None:
-        """Return ``type|order|executed`` for order events whose order number can be read, else None."""
-        event_type = event.event_type.upper()
+        """Return ``code|order|executed`` for order events whose order number can be read, else None.
+
+        The key uses the upstream code, not the public name: BEPS may not state a fill's quantities where the
+        alert history does, so the same fill can be ORDER_FILL from one and ORDER_PARTIAL_FILL from the other.
+        """
+        event_type = (event.upstream_code or "").upper()
         if event_type not in ORDER_TYPES:
             return None
         order, executed = _order_fields(event)

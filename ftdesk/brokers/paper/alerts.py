@@ -18,7 +18,7 @@ from ftdesk.brokers.paper.store import PaperStore
 from ftdesk.brokers.paper.userdata import invalid, iso_time, normalize_symbol, unique_id
 from ftdesk.domain.clock import Clock
 from ftdesk.domain.errors import NotFound
-from ftdesk.domain.events import AccountEvent, EventCategory, EventType
+from ftdesk.domain.events import AccountEvent, EventType, account_event
 from ftdesk.domain.user_data import (
     AlertSubscription,
     PriceTrigger,
@@ -247,10 +247,9 @@ def _alert_event(trigger: PriceTrigger, when: str, last_e4: int) -> AccountEvent
         level = f"{trigger.price:g}% {'above' if above else 'below'} the previous close"
     else:
         level = _money(_to_e4(trigger.price))
-    return AccountEvent(
-        event_type=(EventType.PRICE_ABOVE if above else EventType.PRICE_BELOW).value,
-        category=EventCategory.ALERT,
-        desc={
+    return account_event(
+        (EventType.PRICE_ABOVE if above else EventType.PRICE_BELOW).value,
+        {
             "trigger_id": trigger.trigger_id,
             "symbol": trigger.symbol,
             "direction": trigger.direction.value,

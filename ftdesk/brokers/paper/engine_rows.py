@@ -14,7 +14,7 @@ from ftdesk.brokers.paper.ports import EventSink
 from ftdesk.brokers.paper.userdata import iso_time
 from ftdesk.domain.clock import Clock
 from ftdesk.domain.errors import NotFound, OrderRejected
-from ftdesk.domain.events import AccountEvent, EventCategory, EventType
+from ftdesk.domain.events import EventType, account_event
 from ftdesk.domain.orders import ConditionalType, OrderStatus, TimeInForce
 
 GroupPlace = tuple[str | None, ConditionalType | None, int | None, str | None]
@@ -132,9 +132,7 @@ class OrderRows:
         }
         if row.parent_conf_num:
             desc["parent_conf_num"] = row.parent_conf_num
-        event = AccountEvent(
-            event_type=event_type.value, category=EventCategory.ORDER, desc=desc, time=iso_time(self._clock.now())
-        )
+        event = account_event(event_type.value, desc, time=iso_time(self._clock.now()))
         self._outbox.publish(self._events, event)
 
 

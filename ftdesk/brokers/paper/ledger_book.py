@@ -24,7 +24,7 @@ from ftdesk.brokers.paper.userdata import iso_time
 from ftdesk.domain.accounts import AccountType, Balance, OptionContract, SecurityType
 from ftdesk.domain.clock import Clock
 from ftdesk.domain.errors import NotFound
-from ftdesk.domain.events import AccountEvent, EventCategory, EventType
+from ftdesk.domain.events import EventCategory, EventType, account_event
 
 
 @dataclass(frozen=True)
@@ -338,10 +338,12 @@ class Book:
         )
 
     def publish(self, event_type: EventType, category: EventCategory, desc: Mapping[str, object]) -> None:
-        """Announce an account event, stamped now, after the current unit of work commits."""
-        event = AccountEvent(
-            event_type=event_type.value, category=category, desc=dict(desc), time=iso_time(self._clock.now())
-        )
+        """Announce an account event, stamped now, after the current unit of work commits.
+
+        Its name and category come from the one table of ``ftdesk.domain.event_names``; ``category`` says what
+        the caller means and agrees with it.
+        """
+        event = account_event(event_type.value, desc, time=iso_time(self._clock.now()))
         self.outbox.publish(self._events, event)
 
     def publish_balance(self, acct_num: str, extra: dict[str, object]) -> None:

@@ -25,30 +25,36 @@ FILL: dict[str, Any] = {
 
 
 @pytest.mark.parametrize(
-    ("event_type", "category"),
+    ("code", "name", "category"),
     [
-        ("MFCEX", EventCategory.ORDER),
-        ("ORDUP", EventCategory.ORDER),
-        ("CXL01", EventCategory.ORDER),
-        ("SPPOS", EventCategory.POSITION),
-        ("CBUPD", EventCategory.POSITION),
-        ("SPBSM", EventCategory.BALANCE),
-        ("TRPA", EventCategory.ALERT),
-        ("TRPB", EventCategory.ALERT),
-        ("MA50A", EventCategory.ALERT),
-        ("MA50B", EventCategory.ALERT),
-        ("MA200A", EventCategory.ALERT),
-        ("MA200B", EventCategory.ALERT),
-        ("52WHA", EventCategory.ALERT),
-        ("52WHB", EventCategory.ALERT),
-        ("VOLAL", EventCategory.ALERT),
-        ("NEWXX", EventCategory.OTHER),
-        ("", EventCategory.OTHER),
+        ("MFCEX", "ORDER_FILL", EventCategory.ORDER),
+        ("ORDUP", "ORDER_UPDATED", EventCategory.ORDER),
+        ("CXL01", "ORDER_CANCELED", EventCategory.ORDER),
+        ("SPPOS", "POSITION_CHANGED", EventCategory.POSITION),
+        ("CBUPD", "COST_BASIS_UPDATED", EventCategory.POSITION),
+        ("SPBSM", "BALANCE_UPDATED", EventCategory.BALANCE),
+        ("TRPA", "PRICE_ALERT_ABOVE", EventCategory.ALERT),
+        ("TRPB", "PRICE_ALERT_BELOW", EventCategory.ALERT),
+        ("MA50A", "MA50_CROSSED_ABOVE", EventCategory.ALERT),
+        ("MA50B", "MA50_CROSSED_BELOW", EventCategory.ALERT),
+        ("MA200A", "MA200_CROSSED_ABOVE", EventCategory.ALERT),
+        ("MA200B", "MA200_CROSSED_BELOW", EventCategory.ALERT),
+        ("52WHA", "FIFTY_TWO_WEEK_HIGH", EventCategory.ALERT),
+        ("52WHB", "FIFTY_TWO_WEEK_LOW", EventCategory.ALERT),
+        ("VOLAL", "VOLUME_ALERT", EventCategory.ALERT),
+        ("NEWXX", "OTHER", EventCategory.OTHER),
     ],
 )
-def test_each_event_type_gets_the_category_of_the_reference_table(event_type: str, category: EventCategory) -> None:
-    event = to_account_event({**FILL, "eventType": event_type}, ManualClock())
-    assert (event.event_type, event.category) == (event_type, category)
+def test_each_upstream_code_gets_its_public_name_and_category_and_is_kept(
+    code: str, name: str, category: EventCategory
+) -> None:
+    event = to_account_event({**FILL, "eventType": code}, ManualClock())
+    assert (event.event_type, event.category, event.upstream_code) == (name, category, code)
+
+
+def test_an_event_without_a_code_is_other_with_no_upstream_code() -> None:
+    event = to_account_event({**FILL, "eventType": ""}, ManualClock())
+    assert (event.event_type, event.category, event.upstream_code) == ("OTHER", EventCategory.OTHER, None)
 
 
 def test_every_other_field_is_kept_in_desc_under_its_snake_case_name() -> None:
@@ -64,13 +70,14 @@ def test_every_other_field_is_kept_in_desc_under_its_snake_case_name() -> None:
         "message": FILL["message"],  # format unknown upstream: passed on as sent
         "desc": "Bought 10 KO at 61.20",
         "consumer_app_id": "ATN",
+        "upstream_code": "MFCEX",  # eventType, kept beside the public name
     }
     assert event.time == "2026-11-16T15:01:02.500000+00:00"
 
 
 def test_fields_the_document_does_not_name_are_kept_as_well() -> None:
     event = to_account_event({"eventType": "ORDUP", "orderStatusCode": "OPEN"}, ManualClock())
-    assert event.desc == {"order_status_code": "OPEN"}
+    assert event.desc == {"order_status_code": "OPEN", "upstream_code": "ORDUP"}
 
 
 @pytest.mark.parametrize(

@@ -28,7 +28,9 @@ def test_a_fill_document_becomes_the_event_beps_would_send_marked_alerts() -> No
 
     event = to_event(fields, ManualClock())
 
-    assert (event.event_type, event.category, event.source) == ("MFCEX", EventCategory.ORDER, "alerts")
+    # 1 of 2 executed: the alert says so, so the fill is a partial one; the upstream code is kept
+    assert (event.event_type, event.category, event.source) == ("ORDER_PARTIAL_FILL", EventCategory.ORDER, "alerts")
+    assert event.upstream_code == "MFCEX"
     desc = event.desc
     assert (desc["acct_num"], desc["conf_num"], desc["symbol"]) == ("Z21772945", "D02PTTQR", "QS270115C7")
     assert (desc["qty"], desc["executed_qty"], desc["fill_qty"], desc["price"]) == (2, 1, 1, 1.55)
@@ -51,6 +53,8 @@ def test_one_fill_from_both_sides_has_one_key_and_other_fills_differ() -> None:
     price_alert = to_account_event({"eventId": "5", "eventType": "TRPA", "message": DOCUMENT}, clock)
 
     keys = fallback()
+    # BEPS does not state the quantities where the alert history does: named apart, still one key
+    assert (from_alerts.event_type, beps_xml.event_type) == ("ORDER_PARTIAL_FILL", "ORDER_FILL")
     assert keys.dedupe_key(from_alerts) == keys.dedupe_key(beps_xml) == keys.dedupe_key(beps_json)
     assert keys.dedupe_key(second_fill) not in (None, keys.dedupe_key(from_alerts))  # the next partial fill
     assert keys.dedupe_key(opaque) is None  # nothing to match on: passed on, never dropped by guess

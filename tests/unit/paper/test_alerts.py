@@ -1,4 +1,4 @@
-"""Price alerts: creation rules, firing once on a crossing, the TRPA/TRPB events, persistence."""
+"""Price alerts: creation rules, firing once on a crossing, the PRICE_ALERT_ABOVE/BELOW events, persistence."""
 
 from __future__ import annotations
 
@@ -96,7 +96,7 @@ def test_above_trigger_fires_exactly_once_when_price_reaches_it(world: World) ->
     assert datetime.fromisoformat(fired[0].triggered_time) == world.clock.now()
 
     (event,) = world.events
-    assert event.event_type == "TRPA"
+    assert (event.event_type, event.upstream_code) == ("PRICE_ALERT_ABOVE", "TRPA")
     assert event.category is EventCategory.ALERT
     assert event.time == fired[0].triggered_time
     assert {k: event.desc[k] for k in ("trigger_id", "symbol", "direction", "price", "triggered_price", "note")} == {
@@ -127,7 +127,7 @@ def test_below_trigger_fires_once_at_its_level(world: World) -> None:
     assert fired.trigger_id == trigger.trigger_id
     assert fired.triggered_price == 240.10
     (event,) = world.events
-    assert event.event_type == "TRPB"
+    assert (event.event_type, event.upstream_code) == ("PRICE_ALERT_BELOW", "TRPB")
     assert event.desc["direction"] == "BELOW"
     assert event.desc["triggered_price"] == 240.10
     assert world.alerts.check() == []

@@ -96,7 +96,7 @@ def test_market_buy_fills_at_the_ask_with_events_in_order(world: World) -> None:
         OrderStatus.FILLED,
         "Filled at $100.01",
     )
-    assert world.types() == ["ORDUP", "MFCEX", "SPPOS", "SPBSM", "CBUPD"]
+    assert world.types() == ["ORDER_UPDATED", "ORDER_FILL", "POSITION_CHANGED", "BALANCE_UPDATED", "COST_BASIS_UPDATED"]
     fill = world.events[1].desc
     assert (fill["fill_qty"], fill["price"], fill["cum_qty"], fill["partial"]) == (10, 100.01, 10, False)
     detail = status(world, placed.conf_num)
@@ -148,7 +148,7 @@ def test_stop_triggers_on_the_last_price_and_fills_as_market(world: World) -> No
     assert tick(world, AAPL=96.0) == 0
     world.events.clear()
     assert tick(world, AAPL=94.5) == 1
-    assert world.types()[:2] == ["ORDUP", "MFCEX"]
+    assert world.types()[:2] == ["ORDER_UPDATED", "ORDER_FILL"]
     assert world.events[0].desc["event"] == "STOP_TRIGGERED"
     assert status(world, placed.conf_num).avg_exec_price == 94.49
 
@@ -174,7 +174,7 @@ def test_day_orders_expire_at_the_close_and_gtc_orders_stay(world: World) -> Non
     world.clock.set_wall(datetime(2026, 11, 16, 21, 0, tzinfo=UTC))
     world.engine.process_market()
     assert status(world, day.conf_num).status is OrderStatus.EXPIRED
-    assert world.types() == ["ORDUP"] and world.events[0].desc["status"] == "EXPIRED"
+    assert world.types() == ["ORDER_EXPIRED"] and world.events[0].desc["status"] == "EXPIRED"
     world.clock.set_wall(datetime(2026, 11, 20, 21, 0, tzinfo=UTC))
     world.engine.process_market()
     assert status(world, gtc.conf_num).status is OrderStatus.OPEN
@@ -206,7 +206,7 @@ def test_orders_larger_than_the_displayed_size_fill_in_parts(world: World) -> No
     assert (detail.status, detail.qty_exec, detail.qty_remaining) == (OrderStatus.PARTIALLY_FILLED, 1000, 200)
     assert detail.status_desc == "Partially filled: 1,000 of 1,200 at $100.01 average"
     tick(world, AAPL=100.0)
-    fills = [e.desc for e in world.events if e.event_type == "MFCEX"]
+    fills = [e.desc for e in world.events if e.upstream_code == "MFCEX"]
     assert [(f["fill_qty"], f["cum_qty"], f["partial"]) for f in fills] == [
         (500, 500, True),
         (500, 1000, True),
@@ -355,7 +355,7 @@ def test_cancel_with_preview_and_refusal_when_finished(world: World) -> None:
     world.events.clear()
     result = world.engine.cancel(placed.conf_num, acct, "B")
     assert result.is_accepted and result.cancel_confirm_detail[0].remaining_qty == 10
-    assert world.types() == ["CXL01"]
+    assert world.types() == ["ORDER_CANCELED"]
     assert status(world, placed.conf_num).status is OrderStatus.CANCELED
     with pytest.raises(Conflict, match="already canceled"):
         world.engine.cancel(placed.conf_num, acct, "B")
@@ -395,8 +395,8 @@ def test_cancel_replace_is_atomic(world: World) -> None:
     new = world.engine.place_replace(replace, preview.conf_num)
     assert new.status is OrderStatus.OPEN
     assert [(e.event_type, e.desc["conf_num"], e.desc["status"]) for e in world.events] == [
-        ("ORDUP", new.conf_num, "OPEN"),
-        ("ORDUP", old.conf_num, "REPLACED"),
+        ("ORDER_UPDATED", new.conf_num, "OPEN"),
+        ("ORDER_REPLACED", old.conf_num, "REPLACED"),
     ]
     old_order = world.engine.order_detail(old.conf_num, acct).orders[0]
     assert old_order.status_detail.status is OrderStatus.REPLACED
@@ -518,7 +518,7 @@ def test_canceling_an_oto_primary_cancels_the_waiting_leg(world: World) -> None:
     world.events.clear()
     result = world.engine.cancel(placed.conf_nums[0], acct, "B")
     assert [d.conf_num for d in result.cancel_confirm_detail] == placed.conf_nums
-    assert world.types() == ["CXL01", "CXL01"]
+    assert world.types() == ["ORDER_CANCELED", "ORDER_CANCELED"]
 
 
 def test_oco_partial_fill_reduces_the_other_leg_and_a_full_fill_cancels_it(world: World) -> None:
@@ -538,7 +538,7 @@ def test_oco_partial_fill_reduces_the_other_leg_and_a_full_fill_cancels_it(world
     tick(world, AAPL=(110.5, 500))
     assert status(world, target).status is OrderStatus.FILLED
     assert status(world, stop).status is OrderStatus.CANCELED
-    cancel = next(e for e in world.events if e.event_type == "CXL01")
+    cancel = next(e for e in world.events if e.event_type == "ORDER_CANCELED")
     assert cancel.desc["conf_num"] == stop and "OCO" in cancel.desc["reason"]
     assert world.ledger.positions(acct) == []
 
@@ -580,7 +580,7 @@ def test_otoco_bracket_exits_by_stop(world: World) -> None:
     tick(world, AAPL=89.5)
     assert (status(world, stop).status, status(world, stop).avg_exec_price) == (OrderStatus.FILLED, 89.49)
     assert status(world, target).status is OrderStatus.CANCELED
-    assert world.types()[:4] == ["ORDUP", "MFCEX", "CXL01", "SPPOS"]
+    assert world.types()[:4] == ["ORDER_UPDATED", "ORDER_FILL", "ORDER_CANCELED", "POSITION_CHANGED"]
     assert world.ledger.positions(acct) == []
     assert [o.id_detail.conf_num for o in world.engine.order_detail(entry, acct).orders] == [entry, target, stop]
 
@@ -669,7 +669,7 @@ def test_place_revalidates_and_records_a_rejected_order(world: World) -> None:
     assert error.reason == "INSUFFICIENT_BUYING_POWER"
     rejected_order = status(world, preview.conf_num)
     assert (rejected_order.status, rejected_order.reject_reason) == (OrderStatus.REJECTED, "INSUFFICIENT_BUYING_POWER")
-    assert world.types() == ["ORDUP"] and world.events[0].desc["reason"] == "INSUFFICIENT_BUYING_POWER"
+    assert world.types() == ["ORDER_REJECTED"] and world.events[0].desc["reason"] == "INSUFFICIENT_BUYING_POWER"
 
 
 def test_place_needs_a_matching_unused_preview(world: World) -> None:

@@ -12,7 +12,7 @@ import pytest
 from ftdesk.brokers.base import AccountEventFeed, QuoteFeed, QuoteFeedMessage, SymbolError
 from ftdesk.brokers.paper.feeds import EventBus, PaperAccountEventFeed, PaperQuoteConnection, PaperQuoteFeed
 from ftdesk.domain.errors import AuthRequired, BrokerError
-from ftdesk.domain.events import AccountEvent, EventCategory
+from ftdesk.domain.events import AccountEvent, account_event
 from ftdesk.domain.market import Quote
 from tests.fakes.clock import ManualClock
 from tests.fakes.paper_market import ScriptedMarket
@@ -221,9 +221,7 @@ async def test_snapshot_returns_known_symbols_only(desk: Desk) -> None:
 
 
 def event(n: int) -> AccountEvent:
-    return AccountEvent(
-        event_type="SPBSM", category=EventCategory.BALANCE, desc={"n": n}, time="2026-11-16T15:00:00+00:00"
-    )
+    return account_event("SPBSM", {"n": n}, time="2026-11-16T15:00:00+00:00")
 
 
 async def test_every_connection_gets_every_event_in_order() -> None:

@@ -282,7 +282,7 @@ def test_fill_publishes_position_balance_and_cost_basis_events(world: World) -> 
     acct = world.account("E1", cash="5000")
     world.events.clear()
     world.fill(acct, "AAPL", 10, "100")
-    assert world.types() == ["SPPOS", "SPBSM", "CBUPD"]
+    assert world.types() == ["POSITION_CHANGED", "BALANCE_UPDATED", "COST_BASIS_UPDATED"]
     position, balance, basis = (e.desc for e in world.events)
     assert (position["acct_num"], position["symbol"], position["quantity"], position["change"]) == (
         acct,
@@ -357,7 +357,7 @@ def test_wash_sale_when_shares_are_bought_back_within_30_days_after(world: World
     assert closed.wash_sale_ind
     (replacement,) = world.ledger.open_lots(acct, "AAPL")
     assert replacement.cost_basis == 340.0 + 80.0  # 4/10 of the 200 loss
-    assert world.events[-1].event_type == "CBUPD" and world.events[-1].desc["wash_sale"] is True
+    assert world.events[-1].event_type == "COST_BASIS_UPDATED" and world.events[-1].desc["wash_sale"] is True
     world.fill(acct, "AAPL", 10, "85", on=date(2026, 7, 11))  # 31 days later: no wash
     assert sorted(lot.cost_basis for lot in world.ledger.open_lots(acct, "AAPL")) == [420.0, 850.0]
 

@@ -9,7 +9,7 @@ import pytest
 
 from ftdesk.brokers.paper.feeds import EventBus, EventBusConnection, PaperAccountEventFeed
 from ftdesk.domain.errors import BrokerError
-from ftdesk.domain.events import AccountEvent, EventCategory
+from ftdesk.domain.events import AccountEvent, account_event
 from ftdesk.streaming.events import AccountEventHub, EventConsumer
 from ftdesk.streaming.models import HubState
 from tests.fakes.clock import ManualClock
@@ -20,12 +20,7 @@ INTERVAL = 5.0
 
 
 def fill(conf: str, executed: int) -> AccountEvent:
-    return AccountEvent(
-        event_type="MFCEX",
-        category=EventCategory.ORDER,
-        desc={"conf_num": conf, "executed_qty": executed},
-        time="2026-11-16T15:00:00+00:00",
-    )
+    return account_event("MFCEX", {"conf_num": conf, "executed_qty": executed}, time="2026-11-16T15:00:00+00:00")
 
 
 class SwitchableFeed:

@@ -9,7 +9,7 @@ import pytest
 
 from ftdesk.brokers.paper.feeds import EventBus, PaperAccountEventFeed
 from ftdesk.domain.errors import StreamingUnavailable
-from ftdesk.domain.events import AccountEvent, EventCategory
+from ftdesk.domain.events import AccountEvent, account_event
 from ftdesk.streaming.events import AccountEventHub, EventConsumer
 from ftdesk.streaming.models import ConsumerClosed, HubState
 from tests.fakes.clock import ManualClock
@@ -20,11 +20,8 @@ BACKOFF = (1.0, 2.0)
 
 def fill(n: int) -> AccountEvent:
     """Return the n-th fill event of a test."""
-    return AccountEvent(
-        event_type="MFCEX",
-        category=EventCategory.ORDER,
-        desc={"acct_num": "X1", "conf_num": f"C{n}", "symbol": "AAPL", "qty": n},
-        time="2026-11-16T15:00:00+00:00",
+    return account_event(
+        "MFCEX", {"acct_num": "X1", "conf_num": f"C{n}", "symbol": "AAPL", "qty": n}, time="2026-11-16T15:00:00+00:00"
     )
 
 
