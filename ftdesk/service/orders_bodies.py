@@ -137,8 +137,9 @@ class _CamelPriced(CamelBody, OrderBodyMixin):
 class _CamelConfirmed(BaseModel):
     """The preview conf_num a camelCase place body carries."""
 
-    confNum: ConfNum | None = Field(
-        default=None, description="conf_num of the preview of this order (required: without it PREVIEW_REQUIRED)."
+    confNum: ConfNum = Field(
+        description="conf_num of the preview of this order. Required: a place without it is a 422 VALIDATION_ERROR "
+        "naming confNum, one no preview of this service made is PREVIEW_REQUIRED."
     )
 
     def given_conf_nums(self) -> tuple[str, ...]:
@@ -318,8 +319,9 @@ class MultiLegPreviewBody(SnakeBody, OrderBodyMixin):
 class MultiLegPlaceBody(MultiLegPreviewBody):
     """A multi-leg option order to place, with the preview's conf_num."""
 
-    conf_num: ConfNum | None = Field(
-        default=None, description="conf_num of the preview of this order (required: without it PREVIEW_REQUIRED)."
+    conf_num: ConfNum = Field(
+        description="conf_num of the preview of this order (also accepted as confNum). Required: a place without "
+        "it is a 422 VALIDATION_ERROR naming conf_num, one no preview of this service made is PREVIEW_REQUIRED."
     )
 
     def given_conf_nums(self) -> tuple[str, ...]:
@@ -424,10 +426,10 @@ class _SnakeConfirmed(BaseModel):
     """The preview conf_nums a conditional place body carries."""
 
     conf_nums: list[ConfNum] = Field(
-        default_factory=list,
+        min_length=1,
         max_length=3,
         description="The conf_nums of the preview, in order (all of them, or all but the last as the upstream "
-        "SDK sends them). Required: without them PREVIEW_REQUIRED.",
+        "SDK sends them). Required: a place without them is a 422 VALIDATION_ERROR naming conf_nums.",
     )
 
     def given_conf_nums(self) -> tuple[str, ...]:

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from ftdesk.domain.accounts import AccountType
-from ftdesk.service.orders_bodies import EquityPlaceBody
+from ftdesk.service.orders_bodies import EquityPlaceBody, EquityPreviewBody
 from ftdesk.service.orders_journal import JournalAction, JournalDraft, OrderFacts
 from tests.fakes.clock import ManualClock
 
@@ -163,7 +163,8 @@ async def test_every_place_endpoint_is_refused_while_live_trading_is_off(start_s
     spy = spy_on(service)
     # The gate comes before the session: logged out, a place is still LIVE_TRADING_DISABLED.
     error = assert_error(await place(service, {"acctNum": "X", "symbol": "AAPL", "orderActionCode": "B", "qty": 1,
-                                               "priceTypeCode": "M"}), 403, "LIVE_TRADING_DISABLED")  # fmt: skip
+                                               "priceTypeCode": "M", "confNum": "AAAAAAAA"}),
+                         403, "LIVE_TRADING_DISABLED")  # fmt: skip
     assert "dry-run" in error["message"]
     await service.login()
     acct = await individual_account(service)
@@ -215,9 +216,9 @@ async def test_place_needs_a_preview_made_by_this_service(live) -> None:
     acct = await individual_account(live)
     body = await resting_buy(live, acct)
 
-    missing = assert_error(await place(live, body), 409, "PREVIEW_REQUIRED")
-    assert missing["details"]["reason"] == "missing"
-    assert missing["details"]["preview_endpoint"] == "POST /api/v1/orders/equity/preview"
+    # conf_num is a required field of every place body: leaving it out is a validation error naming it.
+    missing = assert_error(await place(live, body), 422, "VALIDATION_ERROR")
+    assert [(d["field"], d["type"]) for d in missing["details"]] == [("confNum", "missing")]
     unknown = assert_error(await place(live, {**body, "confNum": "ZZZZZZZZ"}), 409, "PREVIEW_REQUIRED")
     assert unknown["details"] == {
         "reason": "unknown",
@@ -226,13 +227,13 @@ async def test_place_needs_a_preview_made_by_this_service(live) -> None:
     }
     # A preview the broker made for someone else (not through this service) is unknown here too.
     behind_the_back = (await live.context.broker.orders.preview_equity_order(
-        EquityPlaceBody.model_validate_json(json.dumps(body)).to_domain())).conf_num  # fmt: skip
+        EquityPreviewBody.model_validate_json(json.dumps(body)).to_domain())).conf_num  # fmt: skip
     other = assert_error(await place(live, {**body, "confNum": behind_the_back}), 409, "PREVIEW_REQUIRED")
     assert other["details"]["reason"] == "unknown"
 
     assert spy.places == 0 and await orders(live) == []
     refusals = [(e["outcome"], e["error_code"]) for e in await journal(live) if e["action"] == "place"]
-    assert refusals == [("refused", "PREVIEW_REQUIRED")] * 3
+    assert refusals == [("refused", "PREVIEW_REQUIRED")] * 2
 
 
 async def test_a_preview_expires_after_the_preview_ttl(live, clock) -> None:
