@@ -13,8 +13,11 @@ from PySide6.QtCore import QObject, Signal
 from PySide6.QtWidgets import QDialog
 
 from ftdesk.gui.bridge import ServiceBridge
+from ftdesk.gui.desk_feed import DeskFeed
 from ftdesk.gui.live_confirm import LiveTradingConfirmDialog
 from ftdesk.gui.login_dialog import LoginDialog
+from ftdesk.gui.resume_confirm import ResumeConfirmDialog
+from ftdesk.gui.safety_watch import SafetyWatch, halt_outcome_text, limit_lines
 from ftdesk.gui.settings_dialog import SettingsDialog
 from ftdesk.gui.welcome import WelcomeDialog
 from ftdesk.service.control import LoginItem
@@ -22,6 +25,9 @@ from ftdesk.service.control import LoginItem
 log = logging.getLogger(__name__)
 
 D = TypeVar("D", bound=QDialog)
+
+HALT_SOURCE = "tray"
+"""Who the service records for a halt or resume from the desktop app (the tray menu or the status window)."""
 
 
 def _to_front(dialog: QDialog) -> None:
@@ -70,11 +76,20 @@ class UserActions(QObject):
     window_requested = Signal()
 
     def __init__(
-        self, bridge: ServiceBridge, parent: QObject | None = None, *, login_item: LoginItem | None = None
+        self,
+        bridge: ServiceBridge,
+        parent: QObject | None = None,
+        *,
+        login_item: LoginItem | None = None,
+        feed: DeskFeed | None = None,
+        safety: SafetyWatch | None = None,
     ) -> None:
         super().__init__(parent)
         self._bridge = bridge
         self._login_item = login_item
+        self._feed = feed
+        self._safety = safety
+        self._resume: _DialogSlot[ResumeConfirmDialog] = _DialogSlot()
         self._login: _DialogSlot[LoginDialog] = _DialogSlot()
         self._settings: _DialogSlot[SettingsDialog] = _DialogSlot()
         self._live: _DialogSlot[LiveTradingConfirmDialog] = _DialogSlot()
@@ -94,6 +109,11 @@ class UserActions(QObject):
     def live_dialog(self) -> LiveTradingConfirmDialog | None:
         """Return the open live-trading confirmation, if any."""
         return self._live.dialog
+
+    @property
+    def resume_dialog(self) -> ResumeConfirmDialog | None:
+        """Return the open resume confirmation, if any."""
+        return self._resume.dialog
 
     @property
     def welcome_dialog(self) -> WelcomeDialog | None:
@@ -123,9 +143,47 @@ class UserActions(QObject):
             return
         if self._bridge.status.live or self._live.to_front():
             return
-        dialog = self._live.hold(LiveTradingConfirmDialog(self._bridge.status.broker))
+        if self._safety is not None and self._safety.halted:
+            self._bridge.notify.emit("Trading is halted", "Resume trading first (menu: Resume trading…)")
+            return
+        accounts = [f"{a.name} {a.acct_num}" for a in self._feed.snapshot.accounts] if self._feed else []
+        state = self._safety.state if self._safety is not None else None
+        limits = limit_lines(state.limits) if state is not None else None
+        dialog = self._live.hold(LiveTradingConfirmDialog(self._bridge.status.broker, accounts=accounts, limits=limits))
         dialog.accepted.connect(lambda: self._bridge.set_live_trading(True))
         dialog.open()
+
+    # --- the kill switch ----------------------------------------------------------------------------
+
+    def halt(self) -> None:
+        """Halt trading at once, without a question (stopping is always safe): see ``ServiceControl.halt``."""
+        if self._live.dialog is not None:
+            self._live.dialog.reject()
+        if self._resume.dialog is not None:
+            self._resume.dialog.reject()
+        self._bridge.spawn(self._halt())
+
+    async def _halt(self) -> None:
+        outcome = await self._bridge.control.halt(HALT_SOURCE)
+        if self._safety is not None:
+            self._safety.refresh()
+        self._bridge.refresh()
+        self._bridge.notify.emit("Trading halted", halt_outcome_text(outcome))
+
+    def resume(self) -> None:
+        """Ask before lifting the halt; only an explicit yes lifts it (live trading stays off)."""
+        if self._resume.to_front():
+            return
+        state = self._safety.state if self._safety is not None else None
+        dialog = self._resume.hold(ResumeConfirmDialog(state.halt if state is not None else None))
+        dialog.accepted.connect(lambda: self._bridge.spawn(self._resume_now()))
+        dialog.open()
+
+    async def _resume_now(self) -> None:
+        await self._bridge.control.resume(HALT_SOURCE)
+        if self._safety is not None:
+            self._safety.refresh()
+        self._bridge.notify.emit("Trading resumed", "Previews work again; live trading is off until you switch it on")
 
     # --- settings -----------------------------------------------------------------------------------
 

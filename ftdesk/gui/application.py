@@ -25,6 +25,7 @@ from ftdesk.gui.desk_feed import PNL_REFRESH_MS, DeskFeed
 from ftdesk.gui.event_loop import DesktopEventLoop
 from ftdesk.gui.icons import IconSet
 from ftdesk.gui.notifications import Notifier
+from ftdesk.gui.safety_watch import SafetyWatch
 from ftdesk.gui.status_window import StatusWindow
 from ftdesk.gui.tray import TrayIcon
 from ftdesk.service.control import ConfigError, LoginItem, PortInUseError, ServiceControl
@@ -92,13 +93,16 @@ class DesktopApp:
         self.bridge = ServiceBridge(control, poll_interval_ms=poll_interval_ms)
         self.notifier = Notifier()
         self.bridge.notify.connect(self.notifier.show)
-        self.actions = UserActions(self.bridge, login_item=login_item)
-        self.actions.quit_requested.connect(self.stop_requested.set)
         self.feed = DeskFeed(self.bridge, pnl_refresh_ms=pnl_refresh_ms)
-        self.window = StatusWindow(self.bridge, self.actions, self.notifier, self.feed, has_tray=self.has_tray)
+        self.safety = SafetyWatch(control)
+        self.actions = UserActions(self.bridge, login_item=login_item, feed=self.feed, safety=self.safety)
+        self.actions.quit_requested.connect(self.stop_requested.set)
+        self.window = StatusWindow(
+            self.bridge, self.actions, self.notifier, self.feed, self.safety, has_tray=self.has_tray
+        )
         self.actions.window_requested.connect(self.window.bring_to_front)
         self.bridge.show_window_requested.connect(self.window.bring_to_front)
-        self.tray = TrayIcon(self.bridge, self.actions, self.icons, self.feed) if self.has_tray else None
+        self.tray = TrayIcon(self.bridge, self.actions, self.icons, self.feed, self.safety) if self.has_tray else None
 
     async def start(self) -> None:
         """Start the service, then show the tray icon, or the window where there is no tray; welcome a new trader."""
@@ -106,6 +110,7 @@ class DesktopApp:
         first_start = await self.bridge.control.is_first_start()
         await self.bridge.start()
         self.feed.start()
+        self.safety.start()
         if self.tray is not None:
             self.tray.show()
             self.notifier.attach_tray(self.tray.icon)
@@ -122,6 +127,7 @@ class DesktopApp:
             self.actions.login_dialog,
             self.actions.settings_dialog,
             self.actions.live_dialog,
+            self.actions.resume_dialog,
             self.actions.welcome_dialog,
         )
         for dialog in dialogs:
@@ -132,6 +138,7 @@ class DesktopApp:
         self.window.hide()
         self.window.stop()
         self.feed.stop()
+        self.safety.stop()
         await self.bridge.stop()
 
 

@@ -33,22 +33,24 @@ from ftdesk.gui.cockpit_rows import (
     rows_of,
 )
 from ftdesk.gui.desk_feed import DeskFeed
-from ftdesk.gui.status_text import clients_text, events_text
+from ftdesk.gui.status_text import events_text
 
 GAIN = QColor("#1b7a35")
 LOSS = QColor("#b3261e")
 _NUMERIC_FROM = 2  # columns from here on are right-aligned in the positions table
 
 
-def table(columns: tuple[str, ...]) -> QTableWidget:
-    """Return a read-only table with these headers."""
+def table(columns: tuple[str, ...], stretch: str) -> QTableWidget:
+    """Return a read-only table with these headers; the ``stretch`` column takes the spare width."""
     widget = QTableWidget(0, len(columns))
     widget.setHorizontalHeaderLabels(list(columns))
     widget.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
     widget.setSelectionMode(QTableWidget.SelectionMode.NoSelection)
     widget.verticalHeader().setVisible(False)
-    widget.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
-    widget.horizontalHeader().setStretchLastSection(True)
+    widget.verticalHeader().setDefaultSectionSize(widget.fontMetrics().height() + 10)
+    header = widget.horizontalHeader()
+    header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+    header.setSectionResizeMode(columns.index(stretch), QHeaderView.ResizeMode.Stretch)
     return widget
 
 
@@ -87,7 +89,7 @@ class CockpitPanel(QWidget):
         self.refresh_button.setToolTip("Read positions and orders now (they also follow the account events)")
         self.refresh_button.clicked.connect(feed.refresh)
 
-        self.positions = table(POSITION_COLUMNS)
+        self.positions = table(POSITION_COLUMNS, "Symbol")
         positions_box = QGroupBox("Positions")
         positions_layout = QVBoxLayout(positions_box)
         header = QHBoxLayout()
@@ -97,7 +99,7 @@ class CockpitPanel(QWidget):
         positions_layout.addLayout(header)
         positions_layout.addWidget(self.positions)
 
-        self.orders = table(ORDER_COLUMNS)
+        self.orders = table(ORDER_COLUMNS, "Symbol")
         self.cancel_all_button = QPushButton("Cancel all")
         self.cancel_all_button.setToolTip("Cancel every open order on every account (cancels are never blocked)")
         self.cancel_all_button.clicked.connect(feed.cancel_all)
@@ -109,7 +111,7 @@ class CockpitPanel(QWidget):
         orders_footer.addWidget(self.cancel_all_button)
         orders_layout.addLayout(orders_footer)
 
-        self.fills = table(FILL_COLUMNS)
+        self.fills = table(FILL_COLUMNS, "Status")
         self.fills_box = QGroupBox("Today's fills")
         QVBoxLayout(self.fills_box).addWidget(self.fills)
 
@@ -135,10 +137,10 @@ class CockpitPanel(QWidget):
         status = self._status
         if status is None:
             return
-        last = f", last event {clock_time(snapshot.last_event)}" if snapshot.last_event else ""
+        last = f" (last event {clock_time(snapshot.last_event)})" if snapshot.last_event else ""
         self.streams_label.setText(
-            f"Streams: market data {status.quotes.value.replace('_', ' ')}; account events "
-            f"{events_text(status)}{last}; clients {clients_text(status)}"
+            f"Stream health: account events {events_text(status)}{last}; "
+            f"market data {status.quotes.value.replace('_', ' ')}"
         )
 
     def show_snapshot(self, snapshot: DeskSnapshot) -> None:

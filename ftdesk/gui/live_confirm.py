@@ -1,8 +1,13 @@
-"""The question asked before live trading is switched on: what it means, with Cancel as the default."""
+"""The question asked before live trading is switched on: what it means, with Cancel as the default.
+
+It names the broker, the accounts orders can reach and the local risk limits in force, so the trader
+sees what the switch opens before opening it.
+"""
 
 from __future__ import annotations
 
 import html
+from collections.abc import Sequence
 from types import MappingProxyType
 
 from PySide6.QtWidgets import (
@@ -18,6 +23,18 @@ from PySide6.QtWidgets import (
 
 BROKER_NAMES = MappingProxyType({"paper": "Paper", "fidelity": "Fidelity"})
 CONFIRM_TEXT = "Enable live trading"
+
+
+def _context(broker: str, accounts: Sequence[str], limits: Sequence[str] | None) -> list[str]:
+    name = BROKER_NAMES.get(broker, broker)
+    where = f"Accounts: {', '.join(accounts)} ({name})" if accounts else f"Accounts: every account of this {name} login"
+    points = [where]
+    if limits is not None:
+        if limits:
+            points.append("Local risk limits in force: " + "; ".join(limits) + ".")
+        else:
+            points.append("No local risk limits are on (set them in Settings or with FTSERVICE_* variables).")
+    return points
 
 
 def _consequences(broker: str) -> list[str]:
@@ -43,7 +60,14 @@ def _consequences(broker: str) -> list[str]:
 class LiveTradingConfirmDialog(QDialog):
     """Ask before leaving dry run; ``accepted`` means the trader chose to enable live trading."""
 
-    def __init__(self, broker: str, parent: QWidget | None = None) -> None:
+    def __init__(
+        self,
+        broker: str,
+        parent: QWidget | None = None,
+        *,
+        accounts: Sequence[str] = (),
+        limits: Sequence[str] | None = None,
+    ) -> None:
         super().__init__(parent)
         self.setWindowTitle("Enable live trading? - ftdesk")
         self.setMinimumWidth(440)
@@ -61,7 +85,7 @@ class LiveTradingConfirmDialog(QDialog):
         font.setBold(True)
         heading.setFont(font)
 
-        self._points = _consequences(broker)
+        self._points = [*_context(broker, accounts, limits), *_consequences(broker)]
         body = QLabel(
             "<ul style='margin-left: -20px'>" + "".join(f"<li>{html.escape(p)}</li>" for p in self._points) + "</ul>"
         )

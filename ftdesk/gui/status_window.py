@@ -36,6 +36,7 @@ from ftdesk.gui.cockpit import CockpitPanel
 from ftdesk.gui.cockpit_rows import DeskSnapshot
 from ftdesk.gui.desk_feed import DeskFeed
 from ftdesk.gui.notifications import Notification, Notifier
+from ftdesk.gui.safety_watch import SafetyWatch, halt_text
 from ftdesk.gui.status_text import status_lines
 from ftdesk.service.control import JournalEntry
 
@@ -47,6 +48,9 @@ NO_TRAY_NOTE = (
     "(start ftdesk again to bring it back); Quit stops it."
 )
 TRAY_NOTE = "Closing this window keeps ftdesk running in the tray."
+HALT_HINT = "Cancels every open order on every account, switches live trading off and refuses new orders."
+HALT_STYLE = "QPushButton { background: #b3261e; color: white; font-weight: bold; padding: 6px 18px; }"
+BANNER_STYLE = "QLabel { background: #b3261e; color: white; font-weight: bold; padding: 6px; }"
 
 
 def journal_row(entry: JournalEntry) -> list[str]:
@@ -68,6 +72,7 @@ class StatusWindow(QWidget):
         actions: UserActions,
         notifier: Notifier,
         feed: DeskFeed,
+        safety: SafetyWatch | None = None,
         *,
         has_tray: bool,
         parent: QWidget | None = None,
@@ -76,6 +81,7 @@ class StatusWindow(QWidget):
         self._bridge = bridge
         self._actions = actions
         self._feed = feed
+        self._safety = safety
         self.setWindowTitle("ftdesk")
         self.setMinimumWidth(640)
         self.resize(980, 860)
@@ -107,6 +113,24 @@ class StatusWindow(QWidget):
         for column, widget in enumerate(row_two):
             buttons.addWidget(widget, 1, column)
 
+        self.halt_button = QPushButton("Halt trading")
+        self.halt_button.setObjectName("halt_button")
+        self.halt_button.setStyleSheet(HALT_STYLE)
+        self.halt_button.setToolTip(HALT_HINT)
+        self.halt_button.clicked.connect(actions.halt)
+        self.halt_hint = QLabel(HALT_HINT)
+        self.halt_hint.setWordWrap(True)
+        self.halt_banner = QLabel()
+        self.halt_banner.setObjectName("halt_banner")
+        self.halt_banner.setStyleSheet(BANNER_STYLE)
+        self.halt_banner.setWordWrap(True)
+        self.resume_button = self._button("Resume trading…", actions.resume)
+        halt_bar = QHBoxLayout()
+        halt_bar.addWidget(self.halt_button)
+        halt_bar.addWidget(self.halt_hint, 1)
+        halt_bar.addWidget(self.halt_banner, 1)
+        halt_bar.addWidget(self.resume_button)
+
         self.cockpit = CockpitPanel(feed)
 
         self.journal = QTableWidget(0, len(JOURNAL_COLUMNS))
@@ -128,6 +152,7 @@ class StatusWindow(QWidget):
         layout = QVBoxLayout(self)
         layout.addWidget(status_box)
         layout.addLayout(buttons)
+        layout.addLayout(halt_bar)
         layout.addWidget(self.cockpit, 5)
         layout.addWidget(self.tabs, 2)
         self.welcome_button = self._button("Getting started…", actions.show_welcome)
@@ -144,6 +169,8 @@ class StatusWindow(QWidget):
         notifier.posted.connect(self._add_message)
         bridge.status_changed.connect(self.show_status)
         feed.changed.connect(self._feed_changed)
+        if safety is not None:
+            safety.changed.connect(lambda _state: self.show_status(self._bridge.status))
         self.show_status(bridge.status)
 
     def _button(self, text: str, slot: Callable[[], None]) -> QPushButton:
@@ -170,6 +197,19 @@ class StatusWindow(QWidget):
             widget.setEnabled(status.running)
         self.live_check.setChecked(status.live)
         self.cockpit.show_status(status)
+        self._show_halt(status)
+
+    def _show_halt(self, status: AppStatus) -> None:
+        state = self._safety.state if self._safety is not None else None
+        halted = state is not None and state.halt.halted
+        self.halt_button.setVisible(self._safety is not None and not halted)
+        self.halt_hint.setVisible(self._safety is not None and not halted)
+        self.halt_button.setEnabled(status.running)
+        self.halt_banner.setVisible(halted)
+        self.resume_button.setVisible(halted)
+        self.resume_button.setEnabled(status.running)
+        if state is not None and halted:
+            self.halt_banner.setText(halt_text(state.halt))
 
     def _live_clicked(self, checked: bool) -> None:
         self._actions.set_live_trading(checked)

@@ -1,8 +1,10 @@
 """The tray icon and its menu: the look tells the state at a glance; the menu holds status lines and actions.
 
 Menu (issue 6): status lines (session, broker, mode, streaming, clients; disabled items), Log in... /
-Log out, Live trading (checkable; switching on asks first), Settings..., Status window..., Copy API key,
-Open API docs, Open log folder, Getting started... (the welcome window, issue 14), Quit.
+Log out, Live trading (checkable; switching on asks first), Halt trading (at once, no question: cancels every
+open order, live off, previews and places refused) or, while halted, Resume trading... (asks first; issue 19),
+Settings..., Status window..., Copy API key, Open API docs, Open log folder, Getting started... (the welcome
+window, issue 14), Quit. The tooltip carries the day's P&L and says when trading is halted.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from ftdesk.gui.bridge import AppStatus, ServiceBridge
 from ftdesk.gui.cockpit_rows import DeskSnapshot, day_pnl_line
 from ftdesk.gui.desk_feed import DeskFeed
 from ftdesk.gui.icons import IconSet, TrayLook
+from ftdesk.gui.safety_watch import SafetyWatch
 from ftdesk.gui.status_text import status_lines, tooltip, tray_look
 
 
@@ -31,11 +34,13 @@ class TrayIcon(QObject):
         actions: UserActions,
         icons: IconSet,
         feed: DeskFeed | None = None,
+        safety: SafetyWatch | None = None,
         parent: QObject | None = None,
     ) -> None:
         super().__init__(parent)
         self._bridge = bridge
         self._pnl_line: str | None = None
+        self._safety = safety
         self._actions = actions
         self._icons = icons
         self.look = TrayLook.LOGGED_OUT
@@ -49,6 +54,9 @@ class TrayIcon(QObject):
         self.live_action.setCheckable(True)
         self.live_action.triggered.connect(self._live_clicked)
         self.menu.addAction(self.live_action)
+        self.halt_action = self._action("Halt trading", actions.halt)
+        self.halt_action.setToolTip("Cancel every open order, switch live trading off and refuse new orders")
+        self.resume_action = self._action("Resume trading…", actions.resume)
         self.menu.addSeparator()
         self.settings_action = self._action("Settings…", actions.open_settings)
         self.window_action = self._action("Status window…", actions.show_window)
@@ -63,6 +71,8 @@ class TrayIcon(QObject):
         bridge.status_changed.connect(self.show_status)
         if feed is not None:
             feed.changed.connect(self._show_pnl)
+        if safety is not None:
+            safety.changed.connect(lambda _state: self.show_status(self._bridge.status))
         self.show_status(bridge.status)
 
     def _status_line(self) -> QAction:
@@ -87,7 +97,7 @@ class TrayIcon(QObject):
         """Make the icon, tooltip and menu say what the status says."""
         self.look = tray_look(status)
         self.icon.setIcon(self._icons.tray_icon(self.look))
-        self.icon.setToolTip(tooltip(status, self._pnl_line))
+        self.icon.setToolTip(self._tooltip(status))
         for action, line in zip(self.status_actions, status_lines(status).as_list(), strict=True):
             action.setText(line)
         self.login_action.setVisible(status.session is not SessionState.LOGGED_IN)
@@ -101,12 +111,24 @@ class TrayIcon(QObject):
         ):
             action.setEnabled(status.running)
         self.live_action.setChecked(status.live)
+        self.halt_action.setVisible(not self._halted)
+        self.resume_action.setVisible(self._halted)
+        self.halt_action.setEnabled(status.running)
+        self.resume_action.setEnabled(status.running)
 
     def _show_pnl(self, snapshot: DeskSnapshot) -> None:
         line = day_pnl_line(snapshot)
         if line != self._pnl_line:
             self._pnl_line = line
-            self.icon.setToolTip(tooltip(self._bridge.status, line))
+            self.icon.setToolTip(self._tooltip(self._bridge.status))
+
+    def _tooltip(self, status: AppStatus) -> str:
+        text = tooltip(status, self._pnl_line)
+        return f"TRADING HALTED\n{text}" if self._halted else text
+
+    @property
+    def _halted(self) -> bool:
+        return self._safety is not None and self._safety.halted
 
     def _live_clicked(self, checked: bool) -> None:
         self._actions.set_live_trading(checked)

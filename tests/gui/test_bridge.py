@@ -165,4 +165,5 @@ async def test_the_journal_lists_the_newest_order_actions(make_desktop) -> None:
     status, _body = await desktop.call("POST", "/api/v1/orders/equity/preview", json=order)
     assert status == 200
     entries = await desktop.bridge.journal_entries()
-    assert [(e.action.value, e.symbol, e.qty) for e in entries] == [("preview", "KO", 2.0)]
+    # Newest first; the live switch's value at startup is journaled too.
+    assert [(e.action.value, e.symbol, e.qty) for e in entries] == [("preview", "KO", 2.0), ("live_switch", None, None)]

@@ -42,7 +42,7 @@ async def resting_buy(desktop: Desktop, acct: str, symbol: str = "AAPL") -> str:
         "orderActionCode": "B",
         "qty": 1,
         "priceTypeCode": "L",
-        "limitPrice": round(quote.last * 0.8, 2),
+        "limitPrice": round(quote.last * 0.95, 2),  # 5% off: stays open, inside the 10% price-distance limit
         "tifCode": "G",
     }
     return await place(desktop, body)

@@ -82,10 +82,15 @@ async def test_the_window_lists_the_newest_journal_entries(make_desktop) -> None
     order = {"acctNum": accounts[0].acct_num, "symbol": "KO", "orderActionCode": "B", "qty": 2, "priceTypeCode": "M"}
     assert (await desktop.call("POST", "/api/v1/orders/equity/preview", json=order))[0] == 200
     table = desktop.app.window.journal
+
+    def rows() -> list[list[str]]:
+        return [[table.item(r, c).text() for c in range(table.columnCount())] for r in range(table.rowCount())]
+
     desktop.app.window.reload_journal()
-    await wait_until(lambda: table.rowCount() == 1)
-    row = [table.item(0, column).text() for column in range(table.columnCount())]
-    assert row[1] == "preview equity" and row[3:6] == ["KO", "B", "2"] and row[7] == "accepted"
+    # Newest first: the preview, then the live switch's startup row (the journal records the switch too).
+    await wait_until(lambda: [row[1] for row in rows()] == ["preview equity", "live_switch"])
+    row = rows()[0]
+    assert row[3:6] == ["KO", "B", "2"] and row[7] == "accepted"
 
 
 async def test_closing_the_window_hides_it_and_ftdesk_keeps_serving(make_desktop) -> None:

@@ -43,6 +43,7 @@ async def test_the_menu_lists_status_lines_then_the_actions_of_issue_6(make_desk
         "Clients: 0 (0 SSE, 0 WebSocket, 0 event streams)",
         "Log in…",
         "Live trading",
+        "Halt trading",
         "Settings…",
         "Status window…",
         "Copy API key",

@@ -1,0 +1,98 @@
+"""The kill switch in the desktop app, on a real paper service: Halt acts at once, Resume asks first.
+
+The tray menu and the status window follow the service's safety state, whoever pulled the switch (the
+desktop app or a script through the API).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ftdesk.gui.resume_confirm import ResumeConfirmDialog
+from tests.fakes.waiting import wait_until
+from tests.gui.desktop_rig import Desktop
+from tests.gui.test_cockpit import individual_account, order_status, resting_buy
+from tests.gui.test_tray import log_in
+
+API = "/api/v1"
+
+
+async def safety(desktop: Desktop) -> dict[str, Any]:
+    status, body = await desktop.call("GET", f"{API}/safety")
+    assert status == 200, body
+    return dict(body["data"])
+
+
+def titles(desktop: Desktop) -> list[str]:
+    return [n.title for n in desktop.app.notifier.history]
+
+
+async def test_halt_acts_at_once_and_resume_asks_first(make_desktop) -> None:
+    desktop = await make_desktop(has_tray=False, FTSERVICE_LIVE_TRADING="true")
+    window, actions = desktop.app.window, desktop.app.actions
+    await log_in(desktop)
+    acct = await individual_account(desktop)
+    confs = [await resting_buy(desktop, acct, symbol) for symbol in ("AAPL", "MSFT")]
+    await wait_until(lambda: window.cockpit.orders.rowCount() == 2)
+    assert window.halt_button.isVisible() and not window.halt_banner.isVisible()
+
+    window.halt_button.click()  # no question asked
+    assert actions.resume_dialog is None and actions.live_dialog is None
+    await wait_until(lambda: window.halt_banner.isVisible())
+    assert "TRADING HALTED" in window.halt_banner.text() and "by tray" in window.halt_banner.text()
+    assert not window.halt_button.isVisible() and window.resume_button.isVisible()
+    await wait_until(lambda: "Trading halted" in titles(desktop))  # the halt's sweep is done
+    assert [await order_status(desktop, conf) for conf in confs] == ["CANCELED", "CANCELED"]
+    await wait_until(lambda: window.cockpit.orders.rowCount() == 0)
+    halted = next(n for n in desktop.app.notifier.history if n.title == "Trading halted")
+    assert halted.message.startswith("2 open orders canceled; live trading switched off")
+    state = await safety(desktop)
+    assert state["halt"]["halted"] is True and state["halt"]["by"] == "tray" and state["live_trading"] is False
+    assert not window.live_check.isChecked()
+
+    window.resume_button.click()
+    dialog = actions.resume_dialog
+    assert isinstance(dialog, ResumeConfirmDialog) and dialog.isVisible()
+    assert "Live trading stays off" in dialog.message
+    dialog.cancel_button.click()  # declining keeps the halt
+    assert actions.resume_dialog is None
+    assert (await safety(desktop))["halt"]["halted"] is True and window.halt_banner.isVisible()
+
+    window.resume_button.click()
+    actions.resume_dialog.confirm_button.click()  # type: ignore[union-attr]
+    await wait_until(lambda: window.halt_button.isVisible() and not window.halt_banner.isVisible())
+    state = await safety(desktop)
+    assert state["halt"]["halted"] is False and state["live_trading"] is False
+
+
+async def test_the_tray_menu_follows_a_halt_from_a_script_and_resumes_with_a_question(make_desktop) -> None:
+    desktop = await make_desktop(has_tray=True)
+    tray, actions = desktop.app.tray, desktop.app.actions
+    assert tray is not None
+    assert tray.halt_action.isVisible() and not tray.resume_action.isVisible()
+    status, body = await desktop.call("POST", f"{API}/safety/halt", json={"reason": "script test"})
+    assert status == 200, body
+    await wait_until(lambda: tray.resume_action.isVisible() and not tray.halt_action.isVisible())
+    assert tray.icon.toolTip().startswith("TRADING HALTED")
+    tray.resume_action.trigger()
+    assert isinstance(actions.resume_dialog, ResumeConfirmDialog)
+    assert "by api: script test" in actions.resume_dialog.message
+    actions.resume_dialog.reject()
+    assert (await safety(desktop))["halt"]["halted"] is True
+    tray.resume_action.trigger()
+    actions.resume_dialog.confirm_button.click()  # type: ignore[union-attr]
+    await wait_until(lambda: tray.halt_action.isVisible() and not tray.resume_action.isVisible())
+    assert not tray.icon.toolTip().startswith("TRADING HALTED")
+    tray.halt_action.trigger()  # from the menu too: at once
+    await wait_until(lambda: tray.resume_action.isVisible())
+    assert (await safety(desktop))["halt"]["by"] == "tray"
+
+
+async def test_live_trading_cannot_be_switched_on_while_halted(make_desktop) -> None:
+    desktop = await make_desktop(has_tray=False)
+    window, actions = desktop.app.window, desktop.app.actions
+    window.halt_button.click()
+    await wait_until(lambda: window.halt_banner.isVisible())
+    window.live_check.click()
+    assert actions.live_dialog is None and not window.live_check.isChecked()
+    assert "Trading is halted" in titles(desktop)
