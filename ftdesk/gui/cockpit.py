@@ -118,7 +118,7 @@ class CockpitPanel(QWidget):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(self.streams_label)
-        layout.addWidget(positions_box, 3)
+        layout.addWidget(positions_box, 4)
         layout.addWidget(self.orders_box, 2)
         layout.addWidget(self.fills_box, 2)
 

@@ -190,6 +190,10 @@ class DeskFeed(QObject):
             log.info("The cockpit could not read the account: %s", exc.message)
             self._set(dataclasses.replace(self._snapshot, error=exc.message))
             return
+        except Exception:  # a bug or an unreadable answer: say so in the cockpit, not in a notification per read
+            log.exception("The cockpit could not read the account")
+            self._set(dataclasses.replace(self._snapshot, error="unexpected error, see the log"))
+            return
         finally:
             self._loading = False
             if self._work:  # asked for while this read ran
@@ -243,6 +247,9 @@ class DeskFeed(QObject):
                 await cockpit.cancel(order, source=CANCEL_SOURCE)
             except FtdeskError as exc:
                 return f"{order.id_detail.conf_num} ({order.order_detail.symbol}): {exc.message}"
+            except Exception:
+                log.exception("Cancel of %s failed", order.id_detail.conf_num)
+                return f"{order.id_detail.conf_num} ({order.order_detail.symbol}): unexpected error, see the log"
             return None
 
         try:
