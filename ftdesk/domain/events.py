@@ -12,7 +12,7 @@ from typing import Any
 
 from pydantic import Field
 
-from ftdesk.domain.base import Record
+from ftdesk.domain.base import JsonObject, Record
 from ftdesk.domain.event_names import EventCategory, EventName, UpstreamEventCode, name_of
 
 __all__ = ("AccountEvent", "EventCategory", "EventName", "EventType", "UpstreamEventCode", "account_event")
@@ -31,7 +31,7 @@ class AccountEvent(Record):
         "know (its code in desc.upstream_code). The table from upstream codes is in docs/api.md."
     )
     category: EventCategory
-    desc: dict[str, Any] = Field(
+    desc: JsonObject = Field(
         description="Event details: upstream_code (the upstream's own code of the event, e.g. MFCEX for a fill, CXL01 "
         "for a cancel, TRPA for a price alert above; on paper, the code of the Fidelity event the simulated one "
         "stands for; null when the upstream sent none), acct_num, conf_num, symbol, qty, price, status, ..."

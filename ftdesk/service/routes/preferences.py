@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Annotated
 
 from pydantic import Field, StringConstraints
+from pydantic.config import JsonDict
 
 from ftdesk.service.routes.common import in_user_data
 from ftdesk.service.routing import BodyModel, Call, QueryModel, RouteTable
@@ -15,8 +16,21 @@ MAX_PREFERENCES = 500
 MAX_KEY_CHARS = 100
 MAX_VALUE_CHARS = 10_000
 
-PreferenceKey = Annotated[str, StringConstraints(min_length=1, max_length=MAX_KEY_CHARS, pattern=r"^[A-Za-z0-9._-]+$")]
+KEY_PATTERN = r"^[A-Za-z0-9._-]+$"
+
+PreferenceKey = Annotated[str, StringConstraints(min_length=1, max_length=MAX_KEY_CHARS, pattern=KEY_PATTERN)]
 PreferenceValue = Annotated[str, StringConstraints(max_length=MAX_VALUE_CHARS)]
+
+
+def _typed_map(schema: JsonDict) -> None:
+    # The key rule on the key names (propertyNames) and the value rule on every value (additionalProperties) say
+    # what patternProperties says, in the form generators turn into a typed map (dict[str, str]) rather than an
+    # object of unknown values.
+    for value_schema in list(schema.pop("patternProperties", {}).values()):  # type: ignore[union-attr]
+        schema["additionalProperties"] = value_schema
+    names = schema.setdefault("propertyNames", {})
+    assert isinstance(names, dict)
+    names["pattern"] = KEY_PATTERN
 
 
 class PreferencesBody(BodyModel):
@@ -27,6 +41,7 @@ class PreferencesBody(BodyModel):
         description=f"Key -> value. Keys are 1 to {MAX_KEY_CHARS} letters, digits, '.', '_' or '-'; values are "
         f"strings of at most {MAX_VALUE_CHARS:,} characters (encode anything else as JSON text). The store "
         f"holds at most {MAX_PREFERENCES} keys.",
+        json_schema_extra=_typed_map,
     )
 
 
