@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import inspect
 import uuid
-from collections.abc import AsyncIterator, Hashable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Hashable, Mapping, Sequence
 from datetime import date
 from types import TracebackType
 from typing import Any, Self, TypeVar, cast
@@ -31,6 +31,7 @@ from ftdesk.domain.orders import (
     OrderPlacement,
     OrderPreview,
 )
+from ftdesk.domain.safety import HaltOutcome, HaltState, SafetyState
 
 T = TypeVar("T")
 API_PREFIX = "/api/v1"
@@ -362,6 +363,21 @@ class AsyncClient:
             idempotency_key=idempotency_key,
         )
 
+    # --- safety ---------------------------------------------------------------------------------------------
+
+    async def halt(self, reason: str | None = None) -> HaltOutcome:
+        """Pull the kill switch: refuse every preview and place, turn live trading off, cancel every working order."""
+        body = {"reason": reason} if reason is not None else None
+        return parse_answer(HaltOutcome, await self.request("POST", "/safety/halt", json=body))
+
+    async def resume(self) -> HaltState:
+        """Lift the kill switch (live trading stays off until the trader turns it on in the tray)."""
+        return parse_answer(HaltState, await self.request("POST", "/safety/resume"))
+
+    async def safety(self) -> SafetyState:
+        """Report the kill switch, the live switch and its last change, the risk limits and their usage."""
+        return parse_answer(SafetyState, await self.request("GET", "/safety"))
+
     # --- market data ------------------------------------------------------------------------------------------
 
     async def get_quotes(self, symbols: Sequence[str]) -> QuotesAnswer:
@@ -385,7 +401,7 @@ class AsyncClient:
 
         return open_stream
 
-    def stream_quotes(self, symbols: Sequence[str], *, depth: bool = False) -> AsyncIterator[Quote | OrderBook]:
+    def stream_quotes(self, symbols: Sequence[str], *, depth: bool = False) -> AsyncGenerator[Quote | OrderBook, None]:
         """Iterate over live quotes (SSE ``/streaming/quotes``) forever; reconnects by itself after a drop.
 
         Stop with ``break`` or ``await iterator.aclose()``. With ``depth=True`` order books come too.
@@ -393,13 +409,13 @@ class AsyncClient:
         params = {"symbols": ",".join(symbols), **({"depth": "true"} if depth else {})}
         return sse.quote_frames(self._sse_opener("/streaming/quotes", params), self._backoff(), depth=depth)
 
-    def stream_events(self, last_event_id: int | None = None) -> AsyncIterator[EventFrame]:
+    def stream_events(self, last_event_id: int | None = None) -> AsyncGenerator[EventFrame, None]:
         """Iterate over account events (SSE ``/streaming/events``) forever, resuming after a drop without gaps.
 
         Pass ``last_event_id`` (an earlier ``EventFrame.id``) to replay what the service still buffers after it.
         """
         return sse.event_frames(self._sse_opener("/streaming/events", {}), self._backoff(), last_event_id)
 
-    def ws_quotes(self, symbols: Sequence[str], *, depth: bool = False) -> AsyncIterator[Quote | OrderBook]:
+    def ws_quotes(self, symbols: Sequence[str], *, depth: bool = False) -> AsyncGenerator[Quote | OrderBook, None]:
         """Iterate over live quotes from the WebSocket ``/api/v1/ws/quotes``; re-subscribes after a reconnect."""
         return ws.async_ws_quotes(self.base_url, self._api_key, list(symbols), self._backoff(), depth=depth)

@@ -59,7 +59,7 @@ class PreviewError(FtdeskApiError):
 
 
 class TradingDisabledError(FtdeskApiError):
-    """A place refused by the service's safety switches: dry-run mode (live trading off), or trading halted."""
+    """An order refused by the service's own safety rules: dry-run mode, the kill switch, or a local risk limit."""
 
 
 class OrderRejectedError(FtdeskApiError):
@@ -94,6 +94,7 @@ ERROR_FAMILIES: Mapping[str, type[FtdeskApiError]] = MappingProxyType(
         "PREVIEW_MISMATCH": PreviewError,
         "LIVE_TRADING_DISABLED": TradingDisabledError,
         "TRADING_HALTED": TradingDisabledError,
+        "RISK_LIMIT": TradingDisabledError,
         "ORDER_REJECTED": OrderRejectedError,
         "BROKER_ERROR": BrokerError,
         "ACTION_MISMATCH": BrokerError,

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -71,7 +71,7 @@ Opener = Callable[[dict[str, str]], Awaitable[aiohttp.ClientResponse]]
 
 async def _frames(
     open_stream: Opener, headers: Callable[[], dict[str, str]], backoff: Backoff
-) -> AsyncIterator[SseFrame]:
+) -> AsyncGenerator[SseFrame, None]:
     """Yield the frames of a stream forever, reopening it after a drop."""
     while True:
         try:
@@ -113,7 +113,7 @@ class _Retry(Exception):
 
 async def quote_frames(
     open_stream: Opener, backoff: Backoff, *, depth: bool = False
-) -> AsyncIterator[Quote | OrderBook]:
+) -> AsyncGenerator[Quote | OrderBook, None]:
     """Yield quotes (and books with ``depth``) from the quote SSE, reconnecting after a drop."""
     async for frame in _frames(open_stream, dict, backoff):
         if frame.event == "quote":
@@ -124,7 +124,9 @@ async def quote_frames(
             log.warning("Quote stream: %s", frame.data)
 
 
-async def event_frames(open_stream: Opener, backoff: Backoff, last_event_id: int | None) -> AsyncIterator[EventFrame]:
+async def event_frames(
+    open_stream: Opener, backoff: Backoff, last_event_id: int | None
+) -> AsyncGenerator[EventFrame, None]:
     """Yield account events, resuming after the last one seen with ``Last-Event-ID`` on every reconnect."""
     seen: list[int | None] = [last_event_id]
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterator, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Coroutine, Iterator, Sequence
 from datetime import date
 from types import TracebackType
 from typing import Any, Generic, Self, TypeVar
@@ -30,6 +30,7 @@ from ftdesk.domain.orders import (
     OrderPlacement,
     OrderPreview,
 )
+from ftdesk.domain.safety import HaltOutcome, HaltState, SafetyState
 
 T = TypeVar("T")
 Item = TypeVar("Item")
@@ -42,7 +43,7 @@ async def _awaited(awaitable: Awaitable[T]) -> T:
 class StreamIterator(Generic[Item]):
     """A blocking iterator over one of the async client's streams; ``close()`` (or ``with``) stops it."""
 
-    def __init__(self, client: Client, source: AsyncIterator[Item]) -> None:
+    def __init__(self, client: Client, source: AsyncGenerator[Item, None]) -> None:
         self._client = client
         self._source = source
         self._closed = False
@@ -71,9 +72,8 @@ class StreamIterator(Generic[Item]):
         """End the stream and its connection."""
         if not self._closed:
             self._closed = True
-            aclose = getattr(self._source, "aclose", None)
-            if aclose is not None and not self._client.closed:
-                self._client._run(aclose())
+            if not self._client.closed:
+                self._client._run(self._source.aclose())
 
 
 class WsIterator(Generic[Item]):
@@ -300,6 +300,20 @@ class Client:
         return self.place_equity_order(
             acct, symbol, action, qty, price_type, conf_num=preview.conf_num, idempotency_key=idempotency_key, **fields
         )
+
+    # --- safety ---------------------------------------------------------------------------------------------
+
+    def halt(self, reason: str | None = None) -> HaltOutcome:
+        """Pull the kill switch: refuse every preview and place, turn live trading off, cancel every working order."""
+        return self._run(self._async.halt(reason))
+
+    def resume(self) -> HaltState:
+        """Lift the kill switch (live trading stays off)."""
+        return self._run(self._async.resume())
+
+    def safety(self) -> SafetyState:
+        """Report the kill switch, the live switch, the risk limits and their usage."""
+        return self._run(self._async.safety())
 
     # --- market data and streams --------------------------------------------------------------------------------
 

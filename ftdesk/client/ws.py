@@ -11,7 +11,7 @@ import asyncio
 import json
 import logging
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncGenerator, Iterator
 from typing import Any
 
 from websockets.asyncio.client import connect as async_connect
@@ -69,7 +69,7 @@ def parse_frame(text: str | bytes) -> Quote | OrderBook | None:
 
 async def async_ws_quotes(
     base_url: str, api_key: str, symbols: list[str], backoff: Backoff, *, depth: bool = False
-) -> AsyncIterator[Quote | OrderBook]:
+) -> AsyncGenerator[Quote | OrderBook, None]:
     """Yield quotes from the WebSocket forever, reconnecting and re-subscribing after a drop."""
     headers = {"Authorization": f"Bearer {api_key}"}
     while True:

@@ -77,8 +77,9 @@ async def test_errors_carry_the_envelopes_code_status_details_and_request_id(sta
         assert invalid.value.code == "VALIDATION_ERROR" and invalid.value.status == 422
         assert any(d["field"] == "limitPrice" for d in invalid.value.details)
         with pytest.raises(OrderRejectedError) as rejected:
-            await api.preview_equity_order(acct, "AAPL", "B", 10, "L", limit_price=0.01)
-        assert rejected.value.code == "ORDER_REJECTED" and rejected.value.details["broker_code"]
+            await api.preview_equity_order(acct, "ZZZZQ", "B", 1)  # the broker quotes no such symbol
+        assert rejected.value.code == "ORDER_REJECTED" and rejected.value.status == 422
+        assert rejected.value.details["broker_message"] == "Unknown symbol ZZZZQ"
         assert isinstance(rejected.value, FtdeskApiError)
 
 
@@ -174,3 +175,23 @@ def test_the_base_url_follows_the_services_port_setting(tmp_path: Path) -> None:
     assert find_base_url({**environ, "FTSERVICE_PORT": "9001"}) == "http://127.0.0.1:9001"
     (tmp_path / "settings.json").write_text('{"port": 9002}')
     assert find_base_url(environ) == "http://127.0.0.1:9002"
+
+
+async def test_the_kill_switch_halts_refuses_orders_with_its_code_and_resumes(start_service) -> None:
+    service = await start_service(clock=ManualClock(), live_trading="true")
+    async with AsyncClient(service.base_url, service.api_key) as api:
+        await api.login("trader", "paper-pass")
+        acct = await individual(api)
+        below = round((await api.get_quotes(["AAPL"])).quotes[0].bid * 0.95, 2)  # rests: a buy under the market
+        resting = await api.preview_equity_order(acct, "AAPL", "B", 1, "L", limit_price=below)
+        working = await api.place_equity_order(acct, "AAPL", "B", 1, "L", conf_num=resting.conf_num, limit_price=below)
+        outcome = await api.halt("client test")
+        assert outcome.live_was_on and working.conf_num in {order.conf_num for order in outcome.canceled}
+        state = await api.safety()
+        assert state.halt.halted and state.halt.reason == "client test" and state.halt.by == "api"
+        with pytest.raises(TradingDisabledError) as halted:
+            await api.preview_equity_order(acct, "AAPL", "B", 1)
+        assert halted.value.code == "TRADING_HALTED" and halted.value.status == 409
+        lifted = await api.resume()
+        assert lifted.halted is True and (await api.safety()).halt.halted is False
+        assert isinstance(await api.preview_equity_order(acct, "AAPL", "B", 1), OrderPreview)
