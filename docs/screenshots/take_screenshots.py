@@ -110,7 +110,11 @@ async def shoot(app: QApplication, data_dir: str) -> None:
         dialog = SettingsDialog(desktop.bridge.settings, desktop.bridge, login_item=login_item)
         await show_and_save(app, dialog, "settings-dialog.png")
 
-        confirm = LiveTradingConfirmDialog("paper")
+        # As the menu opens it: naming the broker, the accounts and the local risk limits in force.
+        desktop.actions.set_live_trading(True)
+        confirm = desktop.actions.live_dialog
+        if not isinstance(confirm, LiveTradingConfirmDialog):
+            raise SystemExit("the live-trading confirmation did not open")
         await show_and_save(app, confirm, "live-trading-confirmation.png")
 
         desktop.window.bring_to_front()
