@@ -41,7 +41,9 @@ from ftdesk.service.routes import route_tables
 from ftdesk.service.routes.app_window import DESKTOP_WINDOW, DesktopWindow
 from ftdesk.service.routing import RouteTable
 from ftdesk.service.safety import SafetyGuard
+from ftdesk.service.safety_reads import BrokerReads
 from ftdesk.service.safety_store import SafetyStore
+from ftdesk.service.safety_sweep import halt_trading
 from ftdesk.service.server import PortInUseError, ServiceServer
 from ftdesk.service.session import SessionManager
 from ftdesk.service.streaming_state import StreamingOptions
@@ -219,6 +221,7 @@ class ServiceRuntime:
             events=events,
             safety=safety,
         )
+        safety.bind(lambda: context.settings, BrokerReads(session, quotes, self.clock), _halter(context))
         app = create_web_app(context, route_tables() + self._extra_tables, streaming=self._streaming)
         if self._window is not None:
             app[DESKTOP_WINDOW] = self._window
@@ -257,6 +260,10 @@ class ServiceRuntime:
         resources, self._resources = self._resources, None
         if resources is not None:
             await resources.aclose()
+
+
+def _halter(context: ServiceContext) -> Callable[[str, str | None], Awaitable[object]]:
+    return lambda source, reason: halt_trading(context, source, reason)
 
 
 async def _close_all(*closers: Callable[[], Awaitable[None]]) -> None:

@@ -20,6 +20,7 @@ from typing import Any
 import platformdirs
 
 from ftdesk.data_dir import DATA_DIR_MODE
+from ftdesk.setting_limits import RISK_LIMIT_ROWS
 from ftdesk.setting_values import (
     InvalidValue,
     choice_parser,
@@ -311,6 +312,8 @@ SETTINGS: tuple[SettingSpec, ...] = (
         "Fidelity logins a minute; one more is refused at once with the wait (protects the account from lockout).",
         "1-60",
     ),
+    # Local risk limits (docs/safety.md); each changes without a restart.
+    *(SettingSpec(*row, restart_required=False) for row in RISK_LIMIT_ROWS),
 )
 SETTINGS_BY_NAME: Mapping[str, SettingSpec] = MappingProxyType({spec.name: spec for spec in SETTINGS})
 
@@ -358,6 +361,16 @@ class Settings:
     fidelity_read_retries: int
     fidelity_order_rate: float
     fidelity_logins_per_minute: int
+    max_equity_qty: float
+    max_equity_notional: float
+    max_option_contracts: int
+    max_option_notional: float
+    max_price_distance_pct: float
+    max_orders_per_minute: int
+    max_open_orders: int
+    daily_loss_limit: float
+    symbol_allow: tuple[str, ...]
+    symbol_deny: tuple[str, ...]
     sources: Mapping[str, Source] = field(default_factory=dict, compare=False)
 
     @property

@@ -208,3 +208,33 @@ def parse_upstream_base(raw: Any) -> str | None:
     if parts.scheme not in {"http", "https"} or not parts.hostname:
         raise InvalidValue("expected a base URL such as http://127.0.0.1:9000")
     return text
+
+
+def limit_parser(high: float, *, integer: bool = False, unit: str = "") -> Callable[[Any], Any]:
+    """Return a parser of a limit: ``off`` (or 0, empty, none) turns it off and reads as 0, else a number up to high."""
+    accepts = f"expected {'an integer' if integer else 'a number of ' + unit} above 0 and at most {high:g}, or off"
+
+    def parse(raw: Any) -> float:
+        if raw is None or str(raw).strip().lower() in ("", "off", "none", "null"):
+            return 0
+        try:
+            if isinstance(raw, bool):
+                raise ValueError
+            value = float(str(raw).strip()) if not isinstance(raw, int | float) else float(raw)
+        except ValueError:
+            raise InvalidValue(accepts) from None
+        if not 0 <= value <= high or (integer and not value.is_integer()):  # NaN fails the comparison
+            raise InvalidValue(accepts)
+        return int(value) if integer else value
+
+    return parse
+
+
+def parse_symbols(raw: Any) -> tuple[str, ...]:
+    """Parse a symbol list (a list or comma-separated text), upper-cased; empty means none."""
+    items = list(raw) if isinstance(raw, list | tuple) else str(raw).split(",")
+    symbols = [str(item).strip().upper() for item in items if str(item).strip()]
+    for symbol in symbols:
+        if not re.fullmatch(r"[A-Z0-9./^$-]{1,32}", symbol):
+            raise InvalidValue("expected comma-separated symbols, e.g. AAPL,MSFT,SPY")
+    return tuple(dict.fromkeys(symbols))

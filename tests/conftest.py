@@ -25,6 +25,20 @@ from ftdesk.service.streaming_state import StreamingOptions
 from tests.fakes.keyring import InMemoryKeyring
 
 TEST_API_KEY = "test-api-key-0123456789abcdef"
+# The local risk limits (docs/safety.md) are off for tests about something else, which place far limits and big
+# orders on purpose; the safety tests turn each one on.
+LIMITS_OFF = {
+    f"FTSERVICE_{name.upper()}": "off"
+    for name in (
+        "max_equity_qty",
+        "max_equity_notional",
+        "max_option_contracts",
+        "max_option_notional",
+        "max_price_distance_pct",
+        "max_orders_per_minute",
+        "max_open_orders",
+    )
+}
 
 
 @pytest.fixture
@@ -32,7 +46,7 @@ def make_settings(tmp_path: Path) -> Callable[..., Settings]:
     """Build Settings from FTSERVICE_* values, with a temp data dir and an ephemeral port."""
 
     def build(**env: str) -> Settings:
-        environ = {"FTSERVICE_DATA_DIR": str(tmp_path / "data"), "FTSERVICE_PORT": "0"}
+        environ = {"FTSERVICE_DATA_DIR": str(tmp_path / "data"), "FTSERVICE_PORT": "0", **LIMITS_OFF}
         environ.update({k if k.startswith("FTSERVICE_") else f"FTSERVICE_{k.upper()}": v for k, v in env.items()})
         return load_settings(environ)
 

@@ -88,6 +88,7 @@ class OrderTicket:
     idempotency_key: str | None = None
     live_trading: bool = False
     preview_ttl: float = 300.0
+    order: object | None = None  # the domain order of a preview or place, for the risk limits
 
     def draft(self) -> JournalDraft:
         """Return the journal row of this request."""
@@ -158,9 +159,9 @@ class OrderDesk:
         await self._settled.wait()
 
     async def _gate(self, ticket: OrderTicket) -> None:
-        """Ask the safety guard whether this preview or place may go on (raise its refusal)."""
+        """Ask the safety guard whether this preview or place may go on: halt, risk limits (raise the refusal)."""
         if self.guard is not None:
-            self.guard.check_not_halted()
+            await self.guard.admit(ticket.order)
 
     async def start(self) -> int:
         """Open the journal; return how many actions a previous run left in flight (now ``unknown``)."""
@@ -303,7 +304,10 @@ class OrderDesk:
         if not ticket.live_trading:
             raise LiveTradingDisabled(LIVE_TRADING_OFF)
         assert ticket.kind is not None
-        return self.previews.claim(ticket.kind, ticket.conf_nums, ticket.fields, ticket.preview_ttl)
+        claimed = self.previews.claim(ticket.kind, ticket.conf_nums, ticket.fields, ticket.preview_ttl)
+        if self.guard is not None:
+            self.guard.limits.count_place()  # it passed every check: it counts toward the places per minute
+        return claimed
 
     def _unexpected(self, ticket: OrderTicket, exc: Exception) -> InternalError:
         log.error(

@@ -15,14 +15,16 @@ import asyncio
 import dataclasses
 import logging
 import uuid
-from collections.abc import Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from datetime import datetime
 from typing import Any
 
+from ftdesk.config import Settings
 from ftdesk.domain.clock import Clock
-from ftdesk.domain.safety import HaltState, LiveSwitchChange, TradingHalted
+from ftdesk.domain.safety import HaltState, LiveSwitchChange, RiskLimitExceeded, TradingHalted, limit_details
 from ftdesk.service.orders_journal import JournalAction, JournalDraft, OrderFacts, OrderJournal, Outcome
-from ftdesk.service.safety_limits import NO_LIMITS, LimitChecker
+from ftdesk.service.safety_limits import LimitChecker, order_lines
+from ftdesk.service.safety_reads import BrokerReads
 from ftdesk.service.safety_store import SafetyRecord, SafetyStore
 
 log = logging.getLogger(__name__)
@@ -34,6 +36,8 @@ HALTED_MESSAGE = (
 
 LiveSwitcher = Callable[[bool, str], None]
 """Switches live trading (``ServiceControl.set_live_trading``): enabled, source."""
+Halter = Callable[[str, str | None], Awaitable[object]]
+"""Pulls the kill switch (``safety_sweep.halt_trading`` on the running service): source, reason."""
 
 
 class SafetyGuard:
@@ -48,7 +52,10 @@ class SafetyGuard:
         self._switch_live: LiveSwitcher | None = None
         self._writes: set[asyncio.Task[None]] = set()
         self.halt_lock = asyncio.Lock()  # one halt or resume at a time
-        self.limits = LimitChecker(NO_LIMITS, clock)
+        self._settings: Callable[[], Settings] | None = None
+        self._reads: BrokerReads | None = None
+        self._halt: Halter | None = None
+        self.limits = LimitChecker(clock, lambda: self._settings() if self._settings else None)
 
     @classmethod
     async def open(cls, store: SafetyStore, journal: OrderJournal, clock: Clock) -> SafetyGuard:
@@ -104,7 +111,47 @@ class SafetyGuard:
         if self._switch_live is not None:
             self._switch_live(False, source)
 
+    def bind(self, settings: Callable[[], Settings], reads: BrokerReads, halt: Halter) -> None:
+        """Give the guard the settings it reads limits from, its broker reads and the halt (composition root)."""
+        self._settings, self._reads, self._halt = settings, reads, halt
+
     # --- the gate ------------------------------------------------------------------------------------------
+
+    async def admit(self, order: object | None) -> None:
+        """Refuse a preview or place while halted, or when the order crosses a risk limit (before any order call).
+
+        The halt is checked again after the limits' broker reads: a halt that arrived meanwhile wins.
+        """
+        self.check_not_halted()
+        if order is not None and self._reads is not None:
+            await self.limits.check(order, self._reads.quote, self._reads.open_orders)
+            await self._check_daily_loss(order, self._reads)
+        self.check_not_halted()
+
+    async def _check_daily_loss(self, order: object, reads: BrokerReads) -> None:
+        """Halt trading (source ``daily-loss-limit``) when the order's account lost more than the limit today.
+
+        It halts once per account and day: after the trader resumes, the same day's loss does not halt again.
+        """
+        limit = self.limits.limits.daily_loss_limit
+        lines = order_lines(order)
+        if limit is None or not lines:
+            return
+        acct = lines[0].acct_num
+        pnl = await reads.pnl(acct)
+        self.limits.pnl[acct] = pnl
+        loss = -pnl.total
+        if loss <= limit or self._record.loss_halted_on(acct) == self._clock.now().date():
+            return
+        await self.note_loss_halt(acct)
+        reason = f"account {acct} lost ${loss:,.2f} today, over the daily loss limit ${limit:,.2f}"
+        if self._halt is not None:
+            await self._halt("daily-loss-limit", reason)
+        raise RiskLimitExceeded(
+            f"Risk limit daily_loss_limit ({limit}): {reason}; trading is halted and open orders were canceled. "
+            "Resume in the tray or with POST /api/v1/safety/resume",
+            details=limit_details("daily_loss_limit", limit, loss, acct_num=acct, halted=True),
+        )
 
     def check_not_halted(self) -> None:
         """Raise ``TradingHalted`` while the kill switch is on."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -11,7 +12,7 @@ import pytest
 from pydantic import SecretStr
 
 from ftdesk.app import ServiceRuntime
-from ftdesk.config import Settings
+from ftdesk.config import Settings, load_settings, save_settings_file
 from ftdesk.domain.accounts import AccountType
 from ftdesk.domain.session import Credentials
 from ftdesk.logs import SecretRedactor
@@ -22,6 +23,15 @@ from tests.fakes.clock import ManualClock
 from tests.fakes.keyring import InMemoryKeyring
 
 API = "/api/v1"
+LIMIT_NAMES = (
+    "max_equity_qty",
+    "max_equity_notional",
+    "max_option_contracts",
+    "max_option_notional",
+    "max_price_distance_pct",
+    "max_orders_per_minute",
+    "max_open_orders",
+)
 TRADER = Credentials(username="trader", password=SecretStr("paper-pass"))
 
 
@@ -91,22 +101,33 @@ def clock() -> ManualClock:
 
 @pytest.fixture
 async def make_desk(
-    make_settings: Callable[..., Settings], memory_keyring: InMemoryKeyring, clock: ManualClock
+    tmp_path: Path, memory_keyring: InMemoryKeyring, clock: ManualClock
 ) -> AsyncIterator[Callable[..., Any]]:
-    """Start paper services under a ServiceControl (same data dir each time); each logs in, live as asked."""
-    started: list[Desk] = []
+    """Start paper services under a ServiceControl (same data dir each time); each logs in, live as asked.
 
-    async def start(live: bool = True, **env: str) -> Desk:
-        env.setdefault("FTSERVICE_API_KEY", TEST_API_KEY)
-        env.setdefault("FTSERVICE_PAPER_SEED", "20261121")
-        settings = make_settings(**env)
+    The risk limits start off, as for every other test; ``limits`` sets some in the settings file (where the
+    tray's dialog keeps them, so ``control.save_settings`` can change them later).
+    """
+    started: list[Desk] = []
+    data_dir = tmp_path / "data"
+
+    async def start(live: bool = True, limits: dict[str, Any] | None = None, **env: str) -> Desk:
+        environ = {
+            "FTSERVICE_DATA_DIR": str(data_dir),
+            "FTSERVICE_PORT": "0",
+            "FTSERVICE_API_KEY": TEST_API_KEY,
+            "FTSERVICE_PAPER_SEED": "20261121",
+            **env,
+        }
+        save_settings_file(data_dir, {**{name: 0 for name in LIMIT_NAMES}, **(limits or {})})
+        settings = load_settings(environ)
 
         def make_runtime(current: Settings, window: DesktopWindow | None) -> ServiceRuntime:
             return ServiceRuntime(
                 current, clock=clock, keyring_backend=memory_keyring, redactor=SecretRedactor(), window=window
             )
 
-        control = ServiceControl(settings, make_runtime)
+        control = ServiceControl(settings, make_runtime, reload_settings=lambda: load_settings(environ))
         await control.start()
         desk = Desk(control, aiohttp.ClientSession())
         started.append(desk)

@@ -166,6 +166,7 @@ def order_ticket(
         # Read per request: the tray flips live trading and may change the preview lifetime at runtime.
         live_trading=ctx.live.enabled,
         preview_ttl=ctx.settings.preview_ttl,
+        order=body.to_domain() if kind is not None and hasattr(body, "to_domain") else None,
     )
 
 

@@ -1,0 +1,158 @@
+"""The local risk limits through the running paper service: each at its boundary and one past it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tests.api import safety_rig
+from tests.api.safety_rig import Desk
+
+clock, make_desk = safety_rig.clock, safety_rig.make_desk  # fixtures
+
+OPTION = "AAPL261218C270"
+
+
+async def limits(desk: Desk, **values: Any) -> None:
+    """Change limits the way the tray's settings dialog does (applied without a restart)."""
+    outcome = await desk.control.save_settings(values)
+    assert not outcome.errors, outcome.errors
+
+
+async def preview(desk: Desk, body: dict[str, Any], kind: str = "equity") -> tuple[int, dict[str, Any]]:
+    return await desk.call("POST", f"/orders/{kind}/preview", json=body)
+
+
+def refused(answer: tuple[int, dict[str, Any]], limit: str, value: Any, order_value: Any) -> dict[str, Any]:
+    status, body = answer
+    assert status == 422 and body["error"]["code"] == "RISK_LIMIT", body
+    details = body["error"]["details"]
+    assert (details["limit"], details["limit_value"], details["order_value"]) == (limit, value, order_value), details
+    return details
+
+
+def accepted(answer: tuple[int, dict[str, Any]]) -> dict[str, Any]:
+    assert answer[0] == 200, answer[1]
+    return answer[1]["data"]
+
+
+def option_body(acct: str, qty: int, price: float | None = None) -> dict[str, Any]:
+    body = {"acctNum": acct, "symbol": OPTION, "orderActionCode": "BC", "qty": qty, "priceTypeCode": "M"}
+    if price is not None:
+        body.update(priceTypeCode="L", limitPrice=price, tifCode="D")
+    return body
+
+
+async def test_equity_quantity_at_the_limit_passes_one_past_is_refused_at_preview_and_again_at_place(
+    make_desk,
+) -> None:
+    desk: Desk = await make_desk(limits={"max_equity_qty": "5"})
+    acct = await desk.account()
+    accepted(await preview(desk, await desk.resting_buy(acct, qty=5)))
+    refused(await preview(desk, await desk.resting_buy(acct, qty=6)), "max_equity_qty", 5.0, 6.0)
+
+    body = await desk.resting_buy(acct, qty=5)
+    conf = accepted(await preview(desk, body))["conf_num"]
+    await limits(desk, max_equity_qty=4)  # tightened between the preview and the place
+    answer = await desk.call("POST", "/orders/equity/place", json={**body, "confNum": conf})
+    refused(answer, "max_equity_qty", 4.0, 5.0)
+    assert await desk.open_orders() == []
+    rows = [e for e in await desk.journal() if e["outcome"] == "refused"]
+    assert [(e["action"], e["error_code"]) for e in rows] == [("place", "RISK_LIMIT"), ("preview", "RISK_LIMIT")]
+
+
+async def test_equity_notional_at_the_limit_passes_one_cent_more_is_refused(make_desk) -> None:
+    desk: Desk = await make_desk()
+    acct = await desk.account()
+    body = await desk.resting_buy(acct, qty=2)
+    notional = round(body["limitPrice"] * 2, 2)
+    await limits(desk, max_equity_notional=notional)
+    accepted(await preview(desk, body))
+    await limits(desk, max_equity_notional=round(notional - 0.01, 2))
+    refused(await preview(desk, body), "max_equity_notional", round(notional - 0.01, 2), notional)
+
+
+async def test_a_market_order_is_valued_at_the_quote(make_desk) -> None:
+    desk: Desk = await make_desk()
+    acct = await desk.account()
+    last = await desk.last()
+    body = {"acctNum": acct, "symbol": "AAPL", "orderActionCode": "B", "qty": 10, "priceTypeCode": "M"}
+    await limits(desk, max_equity_notional=round(last * 10 - 1, 2))
+    refused(await preview(desk, body), "max_equity_notional", round(last * 10 - 1, 2), round(last * 10, 2))
+
+
+async def test_option_contracts_and_option_notional_count_the_multiplier(make_desk) -> None:
+    desk: Desk = await make_desk(limits={"max_option_contracts": "2"})
+    acct = await desk.account()
+    accepted(await preview(desk, option_body(acct, 2), "option"))
+    refused(await preview(desk, option_body(acct, 3), "option"), "max_option_contracts", 2, 3)
+
+    await limits(desk, max_option_contracts=0, max_option_notional=300)  # 2 contracts x 100 x $1.50
+    accepted(await preview(desk, option_body(acct, 2, 1.50), "option"))
+    refused(await preview(desk, option_body(acct, 3, 1.50), "option"), "max_option_notional", 300.0, 450.0)
+    spread = {
+        "acct_num": acct,
+        "underlying": "AAPL",
+        "legs": [{"symbol": OPTION, "action": "BO", "qty": 3}, {"symbol": "AAPL261218C280", "action": "SO", "qty": 3}],
+        "price_type": "L",
+        "net_price": 1.25,
+        "debit_credit": "DB",
+    }
+    refused(await preview(desk, spread, "options"), "max_option_notional", 300.0, 375.0)
+
+
+async def test_a_limit_price_at_the_distance_passes_one_cent_further_is_refused(make_desk) -> None:
+    desk: Desk = await make_desk()
+    acct = await desk.account()
+    last = await desk.last()
+    body = await desk.resting_buy(acct, factor=0.93)
+    pct = round(abs(body["limitPrice"] - last) / last * 100, 4)
+    await limits(desk, max_price_distance_pct=pct)
+    accepted(await preview(desk, body))
+    further = {**body, "limitPrice": round(body["limitPrice"] - 0.01, 2)}
+    further_pct = round(abs(further["limitPrice"] - last) / last * 100, 4)
+    details = refused(await preview(desk, further), "max_price_distance_pct", pct, further_pct)
+    assert details["field"] == "limit_price" and details["quote"] == last
+    stop = {**further, "priceTypeCode": "S", "stopPrice": round(last * 1.5, 2)}
+    del stop["limitPrice"]
+    assert refused(await preview(desk, stop), "max_price_distance_pct", pct, 50.0)["field"] == "stop_price"
+
+
+async def test_places_per_minute_count_every_account_on_the_injected_clock(make_desk, clock) -> None:
+    desk: Desk = await make_desk(limits={"max_orders_per_minute": "2"})
+    acct = await desk.account()
+    for qty in (1, 2):
+        accepted(await desk.place(await desk.resting_buy(acct, qty=qty)))
+    refused(await desk.place(await desk.resting_buy(acct, qty=3)), "max_orders_per_minute", 2, 3)
+    await clock.advance(60)
+    accepted(await desk.place(await desk.resting_buy(acct, qty=3)))
+    usage = (await desk.ok("GET", "/safety/limits"))["usage"]
+    assert usage["places_this_minute"] == 1
+
+
+async def test_open_orders_at_the_limit_refuse_the_next_one(make_desk) -> None:
+    desk: Desk = await make_desk(limits={"max_open_orders": "2"})
+    acct = await desk.account()
+    accepted(await desk.place(await desk.resting_buy(acct, qty=1)))
+    accepted(await desk.place(await desk.resting_buy(acct, qty=2)))  # the second: two open, at the limit
+    refused(await desk.place(await desk.resting_buy(acct, qty=3)), "max_open_orders", 2, 3)
+    assert len(await desk.open_orders()) == 2
+    assert (await desk.ok("GET", "/safety/limits"))["usage"]["open_orders"] == 2
+
+
+async def test_symbol_deny_and_allow_lists_cover_an_options_underlying(make_desk) -> None:
+    desk: Desk = await make_desk(limits={"symbol_deny": "msft"})
+    acct = await desk.account()
+    refused(await preview(desk, await desk.resting_buy(acct, symbol="MSFT")), "symbol_deny", ["MSFT"], "MSFT")
+    accepted(await preview(desk, await desk.resting_buy(acct)))
+    await limits(desk, symbol_deny="", symbol_allow="AAPL")
+    refused(await preview(desk, await desk.resting_buy(acct, symbol="MSFT")), "symbol_allow", ["AAPL"], "MSFT")
+    accepted(await preview(desk, option_body(acct, 1), "option"))  # AAPL's option: its underlying is allowed
+
+
+async def test_limits_and_usage_are_readable_and_a_setting_of_off_turns_a_limit_off(make_desk) -> None:
+    desk: Desk = await make_desk(limits={"max_equity_qty": "off", "max_open_orders": 7})
+    answer = await desk.ok("GET", "/safety/limits")
+    assert answer["limits"]["max_equity_qty"] is None and answer["limits"]["max_open_orders"] == 7
+    assert answer["limits"]["daily_loss_limit"] is None
+    assert set(answer["usage"]) >= {"places_this_minute", "open_orders", "pnl", "loss_halted_today"}
+    assert desk.control.safety().limits.max_open_orders == 7
