@@ -1,5 +1,8 @@
 """/docs: the OpenAPI description for programs and a documentation page for browsers, all served locally.
 
+The streams (SSE and the quote WebSocket) are described by an AsyncAPI 3.0 document at /docs/asyncapi.json,
+linked from the page and from the OpenAPI description.
+
 The page is Swagger UI from the ``swagger-ui-bundle-v2`` package; its assets are served from this
 process and a Content-Security-Policy of ``'self'`` keeps the browser from fetching anything else, so
 the page works offline and leaks nothing.
@@ -13,12 +16,15 @@ from pathlib import Path
 from aiohttp import web
 from swagger_ui_bundle import swagger_ui_path
 
-from ftdesk.service.context import OPENAPI
+from ftdesk.service.asyncapi import AsyncApiDocument
+from ftdesk.service.context import CONTEXT, OPENAPI
+from ftdesk.service.stream_frames import ASYNCAPI_PATH
 
 DOCS_PATH = "/docs"
 OPENAPI_PATH = "/docs/openapi.json"
 ASSETS_PATH = "/docs/assets"
 ASSET_FILES = ("swagger-ui.css", "swagger-ui-bundle.js", "favicon-32x32.png")
+ASYNCAPI = web.AppKey("ftdesk_asyncapi", AsyncApiDocument)
 
 _PAGE = """<!DOCTYPE html>
 <html lang="en">
@@ -29,6 +35,9 @@ _PAGE = """<!DOCTYPE html>
   <link rel="stylesheet" href="/docs/assets/swagger-ui.css">
 </head>
 <body>
+  <p style="font-family: sans-serif; margin: 12px 20px">Streams (Server-Sent Events and the quote WebSocket
+    <code>/api/v1/ws/quotes</code>): channels, messages and control frames in the
+    <a href="/docs/asyncapi.json">AsyncAPI 3.0 document</a>.</p>
   <div id="swagger-ui"></div>
   <script src="/docs/assets/swagger-ui-bundle.js"></script>
   <script src="/docs/init.js"></script>
@@ -69,6 +78,11 @@ async def openapi_json(request: web.Request) -> web.Response:
     return web.Response(text=await request.app[OPENAPI].text(), content_type="application/json")
 
 
+async def asyncapi_json(request: web.Request) -> web.Response:
+    """Serve the AsyncAPI document of the streams as JSON, its servers at the address the client used."""
+    return web.Response(text=await request.app[ASYNCAPI].text(request.host), content_type="application/json")
+
+
 async def init_js(_request: web.Request) -> web.Response:
     """Serve the script that starts Swagger UI on the local description."""
     return web.Response(text=_INIT_JS, content_type="application/javascript")
@@ -82,9 +96,11 @@ def _asset_handler(path: Path, content_type: str) -> Callable[[web.Request], Awa
 
 
 def add_docs_routes(app: web.Application) -> None:
-    """Register /docs, /docs/openapi.json and the page's assets."""
+    """Register /docs, /docs/openapi.json, /docs/asyncapi.json and the page's assets."""
+    app[ASYNCAPI] = AsyncApiDocument(version=app[CONTEXT].version)
     app.router.add_get(DOCS_PATH, docs)
     app.router.add_get(OPENAPI_PATH, openapi_json)
+    app.router.add_get(ASYNCAPI_PATH, asyncapi_json)
     app.router.add_get("/docs/init.js", init_js)
     base = Path(str(swagger_ui_path))
     types = {".css": "text/css", ".js": "application/javascript", ".png": "image/png"}

@@ -17,6 +17,15 @@ from ftdesk.service.errors import ERROR_TABLE
 from ftdesk.service.json_input import MAX_JSON_DEPTH, MAX_JSON_INTEGER, MAX_WS_MESSAGE_BYTES
 from ftdesk.service.routing import Endpoint
 from ftdesk.service.server import MAX_LINE_BYTES
+from ftdesk.service.stream_frames import (
+    ASYNCAPI_PATH,
+    SSE_EXTENSION,
+    STREAMS_DESCRIPTION,
+    SseStream,
+    sse_block_schemas,
+    sse_models,
+    sse_response,
+)
 
 _REF = "#/components/schemas/{model}"
 _PATH_PARAM = re.compile(r"\{([^}:]+)(?::[^}]*)?\}")
@@ -236,11 +245,16 @@ def build_openapi(endpoints: list[Endpoint], *, version: str) -> dict[str, Any]:
             models.append((ep.body, "validation"))
         if ep.query is not None:
             models.append((ep.query, "validation"))
+        if isinstance(stream := ep.extra_openapi.get(SSE_EXTENSION), SseStream):
+            models += [(model, "serialization") for model in sse_models(stream)]
     key_map, top = models_json_schema(models, ref_template=_REF, schema_generator=_ResponseFieldsRequired)
     defs: dict[str, Any] = dict(top.get("$defs", {}))
+    _add_sse_blocks(endpoints, key_map, defs)
 
     paths: dict[str, dict[str, Any]] = defaultdict(dict)
     for ep in endpoints:
+        if ep.kind == "websocket":
+            continue  # described in the AsyncAPI document: as a GET operation, generators make a call that breaks
         operation: dict[str, Any] = {
             "operationId": ep.operation_id,
             "summary": ep.summary,
@@ -271,7 +285,9 @@ def build_openapi(endpoints: list[Endpoint], *, version: str) -> dict[str, Any]:
         elif ep.query_api_key:
             operation["security"] = [{"bearerAuth": []}, {"apiKeyQuery": []}]
         for key, value in ep.extra_openapi.items():
-            if key == "responses":
+            if key == SSE_EXTENSION:
+                operation["responses"]["200"] = sse_response(value)
+            elif key == "responses":
                 operation["responses"].update(value)
             elif key == "headers":  # headers of the success response
                 operation["responses"][str(ep.status)]["headers"] = value
@@ -282,8 +298,16 @@ def build_openapi(endpoints: list[Endpoint], *, version: str) -> dict[str, Any]:
     tags = sorted({ep.tag for ep in endpoints})
     return {
         "openapi": "3.1.0",
-        "info": {"title": "ftdesk local trading API", "version": version, "description": API_DESCRIPTION},
+        "info": {
+            "title": "ftdesk local trading API",
+            "version": version,
+            "description": f"{API_DESCRIPTION}\n{STREAMS_DESCRIPTION}",
+        },
         "servers": [{"url": "/", "description": "This ftdesk instance"}],
+        "externalDocs": {
+            "description": "The streams (SSE and the quote WebSocket): AsyncAPI 3.0",
+            "url": ASYNCAPI_PATH,
+        },
         "tags": [{"name": tag} for tag in tags],
         "security": [{"bearerAuth": []}],
         "paths": dict(paths),
@@ -304,6 +328,13 @@ def build_openapi(endpoints: list[Endpoint], *, version: str) -> dict[str, Any]:
             "schemas": defs,
         },
     }
+
+
+def _add_sse_blocks(endpoints: list[Endpoint], key_map: dict[Any, Any], defs: dict[str, Any]) -> None:
+    """Add the schema of each SSE stream's blocks (``QuoteEvent``, ``BepsEvent``, ...) to the components."""
+    for ep in endpoints:
+        if isinstance(stream := ep.extra_openapi.get(SSE_EXTENSION), SseStream):
+            defs.update(sse_block_schemas(stream, key_map, defs))
 
 
 class OpenApiDocument:

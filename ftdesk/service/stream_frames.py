@@ -18,6 +18,16 @@ from ftdesk.domain.market import OrderBook, Quote
 from ftdesk.streaming.models import HubState
 
 SYMBOL_UNAVAILABLE = "SYMBOL_UNAVAILABLE"
+ASYNCAPI_PATH = "/docs/asyncapi.json"
+"""Where the AsyncAPI 3.0 document of the streams is served."""
+STREAMS_DESCRIPTION = f"""\
+**Streams.** Quotes and account events stream as Server-Sent Events (`GET /api/v1/streaming/quotes`,
+`GET /api/v1/streaming/events`: `text/event-stream`, their blocks named in the 200 response), and quotes also
+over a WebSocket at `/api/v1/ws/quotes` (the first path, `/ws/quotes`, stays as an alias). The WebSocket is
+not listed among the operations here, since a client generator would turn it into a plain GET that cannot
+work: it, its subscribe/unsubscribe/ping frames, their acknowledgements and error frames, and the SSE
+streams' events are described in the AsyncAPI 3.0 document at [`{ASYNCAPI_PATH}`]({ASYNCAPI_PATH}).
+"""
 HEARTBEAT = ": heartbeat\n\n"
 """The SSE heartbeat: a comment block, which EventSource clients read and drop without an event."""
 
@@ -27,6 +37,11 @@ RequestErrorCode = Literal["MALFORMED_REQUEST", "VALIDATION_ERROR"]
 
 def _absent_when_none(value: Any) -> bool:
     return value is None
+
+
+def _no_default(schema: dict[str, Any]) -> None:
+    # A field left out of the frame when empty has no default a client would see: null is never sent.
+    schema.pop("default", None)
 
 
 class StreamState(BaseModel):
@@ -46,6 +61,7 @@ class SymbolUnavailable(BaseModel):
     book: bool | SkipJsonSchema[None] = Field(
         default=None,
         exclude_if=_absent_when_none,
+        json_schema_extra=_no_default,
         description="Present and true when only the symbol's order book was refused (its quote may still stream).",
     )
     message: str = Field(description="The upstream's reason, for a human.")
@@ -105,7 +121,10 @@ class WsRequestErrorFrame(_Typed):
     )
     message: str = Field(description="What was wrong, for a human.")
     details: list[FieldProblem] | SkipJsonSchema[None] = Field(
-        default=None, exclude_if=_absent_when_none, description="Each bad place (VALIDATION_ERROR only)."
+        default=None,
+        exclude_if=_absent_when_none,
+        json_schema_extra=_no_default,
+        description="Each bad place (VALIDATION_ERROR only).",
     )
 
 
@@ -177,3 +196,81 @@ WS_MESSAGES: Mapping[str, type[BaseModel]] = MappingProxyType(
     }
 )
 """The server frames of the quote WebSocket, by message name."""
+
+
+SCHEMA_REF = "#/components/schemas/{model}"
+
+
+def sse_models(stream: SseStream) -> list[type[BaseModel]]:
+    """Return the data models of a stream's events, for a schema generator."""
+    return [event.data for event in stream.events if event.data is not None]
+
+
+def sse_data_refs(stream: SseStream, refs: Mapping[Any, Any], defs: dict[str, Any]) -> dict[str, Any]:
+    """Return the reference of each event's data schema by event title, adding cut schemas to ``defs``.
+
+    ``refs`` maps each ``(model, "serialization")`` to its generated reference into ``defs``; an event that
+    carries only some of its model's fields gets its own data schema (``<title>Data``), cut from the model's.
+    """
+    data_refs: dict[str, Any] = {}
+    for event in stream.events:
+        if event.data is None:
+            continue
+        ref = refs[(event.data, "serialization")]
+        if event.fields is not None:
+            whole = defs[ref["$ref"].rsplit("/", 1)[-1]]
+            title = f"{event.title}Data"
+            defs[title] = {
+                **whole,
+                "title": title,
+                "properties": {k: v for k, v in whole["properties"].items() if k in event.fields},
+                "required": [k for k in whole.get("required", []) if k in event.fields],
+            }
+            ref = {"$ref": SCHEMA_REF.format(model=title)}
+        data_refs[event.title] = ref
+    return data_refs
+
+
+def sse_block_schemas(stream: SseStream, refs: Mapping[Any, Any], defs: dict[str, Any]) -> dict[str, Any]:
+    """Return the OpenAPI schema of each block of the stream by title, its data referring to ``defs``."""
+    data_refs = sse_data_refs(stream, refs, defs)
+    schemas: dict[str, Any] = {}
+    for event in stream.events:
+        if event.data is None:
+            schemas[event.title] = {
+                "type": "object",
+                "title": event.title,
+                "description": event.summary,
+                "properties": {"comment": {"const": HEARTBEAT.strip(": \n"), "description": "The comment's text."}},
+                "required": ["comment"],
+            }
+            continue
+        properties: dict[str, Any] = {
+            "event": {"const": event.name, "description": "The `event:` line."},
+            "data": {**data_refs[event.title], "description": "The `data:` line: this JSON on one line."},
+        }
+        if event.numbered:
+            properties["id"] = {"type": "integer", "minimum": 1, "description": f"The `id:` line: {stream.id_meaning}"}
+        schemas[event.title] = {
+            "type": "object",
+            "title": event.title,
+            "description": event.summary,
+            "properties": properties,
+            "required": list(properties),
+        }
+    return schemas
+
+
+def sse_response(stream: SseStream) -> dict[str, Any]:
+    """Return the OpenAPI 200 response of an SSE endpoint: ``text/event-stream``, its blocks named."""
+    return {
+        "description": stream.description,
+        "content": {
+            "text/event-stream": {
+                "schema": {
+                    "description": "A sequence of blocks separated by a blank line, each one of these.",
+                    "oneOf": [{"$ref": SCHEMA_REF.format(model=event.title)} for event in stream.events],
+                }
+            }
+        },
+    }

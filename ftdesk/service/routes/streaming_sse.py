@@ -18,6 +18,8 @@ from aiohttp import web
 from pydantic import BaseModel, Field
 
 from ftdesk.domain import errors as e
+from ftdesk.domain.events import AccountEvent
+from ftdesk.domain.market import OrderBook, Quote
 from ftdesk.service.quote_frames import (
     MAX_STREAM_SYMBOLS,
     SYMBOL_UNAVAILABLE,
@@ -27,6 +29,15 @@ from ftdesk.service.quote_frames import (
 )
 from ftdesk.service.routes.common import Symbol, context
 from ftdesk.service.routing import Call, QueryBool, QueryModel, RouteTable
+from ftdesk.service.stream_frames import (
+    HEARTBEAT,
+    HEARTBEAT_EVENT,
+    SSE_EXTENSION,
+    SseEvent,
+    SseStream,
+    StreamState,
+    SymbolUnavailable,
+)
 from ftdesk.service.streaming_state import DEFAULT_HEARTBEAT_SECONDS, STREAMING, SharedQuotes
 from ftdesk.streaming.consumer import QuoteConsumer, normalize_symbols
 from ftdesk.streaming.events import EVENT_STATE_DESCRIPTIONS, AccountEventHub, EventConsumer
@@ -115,7 +126,7 @@ class _SseQuotes:
         if batch:
             frames += "".join([self._frame(*self._encoded.sse_frame(item)) for item in batch])
         else:
-            frames += ": heartbeat\n\n"
+            frames += HEARTBEAT
         await self._response.write(frames.encode("utf-8"))
 
 
@@ -152,8 +163,23 @@ A `text/event-stream` of frames separated by a blank line. The first line of the
   the connection alive.
 
 Every event frame has an `id:` line: a counter per connection starting at 1. Ids are not resumable: a
-reconnecting client gets the current quote of each symbol again instead of a replay.
+reconnecting client gets the current quote of each symbol again instead of a replay. The same events are
+described, with their payload schemas, in the AsyncAPI document at `/docs/asyncapi.json`.
 """
+
+QUOTE_STREAM = SseStream(
+    description=SSE_DESCRIPTION,
+    events=(
+        SseEvent(
+            "status", "QuoteStatusEvent", "The upstream quote connection's state: first, then on change.", StreamState
+        ),
+        SseEvent("quote", "QuoteEvent", "The latest quote of a symbol (conflated).", Quote),
+        SseEvent("book", "BookEvent", "The whole current order book of a symbol, with `depth=true`.", OrderBook),
+        SseEvent("error", "SymbolErrorEvent", "The upstream refused a symbol or its book.", SymbolUnavailable),
+        HEARTBEAT_EVENT,
+    ),
+    id_meaning="a counter per connection starting at 1 (not resumable: a reconnect starts from the current quotes).",
+)
 
 
 @routes.get(
@@ -163,14 +189,7 @@ reconnecting client gets the current quote of each symbol again instead of a rep
     kind="sse",
     query_api_key=True,
     errors=(e.StreamingUnavailable,),
-    extra_openapi={
-        "responses": {
-            "200": {
-                "description": SSE_DESCRIPTION,
-                "content": {"text/event-stream": {"schema": {"type": "string"}}},
-            }
-        }
-    },
+    extra_openapi={SSE_EXTENSION: QUOTE_STREAM},
 )
 async def stream_quotes(call: Call[None, QuoteStreamQuery]) -> web.StreamResponse:
     """Stream real-time quotes as Server-Sent Events until the client disconnects or the service stops.
@@ -313,7 +332,7 @@ async def _pump_events(
             fields = set(EVENT_FIELDS)  # pydantic takes a set, not a frozenset
             frames += "".join(_beps_frame(item.id, item.event.model_dump_json(include=fields)) for item in batch)
         else:
-            frames += ": heartbeat\n\n"
+            frames += HEARTBEAT
         await response.write(frames.encode("utf-8"))
 
 
@@ -331,7 +350,26 @@ A `text/event-stream`. The first line is `retry: {SSE_RETRY_MS}`. Frames:
   {DEFAULT_HEARTBEAT_SECONDS:g} s), with `events_missed: true` when a resume could not be complete, and with a
   `message` just before the server ends the stream (client too slow, or the service stopping).
 - `: heartbeat` (a comment) after {DEFAULT_HEARTBEAT_SECONDS:g} s without an event.
+
+Resume: after a drop, reconnect with the `Last-Event-ID` header (EventSource sends it by itself) or
+`last_event_id`. The same events are described, with their payload schemas, in `/docs/asyncapi.json`.
 """
+
+EVENT_STREAM = SseStream(
+    description=EVENTS_SSE_DESCRIPTION,
+    events=(
+        SseEvent("beps", "BepsEvent", "One account event.", AccountEvent, fields=EVENT_FIELDS),
+        SseEvent(
+            "status",
+            "EventStatusEvent",
+            "The account-event feed's state, a resume gap, or why the stream ends.",
+            EventStreamState,
+            numbered=False,
+        ),
+        HEARTBEAT_EVENT,
+    ),
+    id_meaning="the event id: one more per event since the service started; send it back as `Last-Event-ID`.",
+)
 
 
 @routes.get(
@@ -341,14 +379,7 @@ A `text/event-stream`. The first line is `retry: {SSE_RETRY_MS}`. Frames:
     kind="sse",
     query_api_key=True,
     errors=(e.StreamingUnavailable,),
-    extra_openapi={
-        "responses": {
-            "200": {
-                "description": EVENTS_SSE_DESCRIPTION,
-                "content": {"text/event-stream": {"schema": {"type": "string"}}},
-            }
-        }
-    },
+    extra_openapi={SSE_EXTENSION: EVENT_STREAM},
 )
 async def stream_events(call: Call[None, EventStreamQuery]) -> web.StreamResponse:
     """Stream account events (fills, cancels, position and balance changes, price alerts) as Server-Sent Events.

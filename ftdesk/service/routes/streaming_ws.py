@@ -160,7 +160,7 @@ async def _pump_ws(
 
 
 WS_DESCRIPTION = f"""\
-Switching Protocols: the WebSocket is open. All frames are JSON text frames.
+All frames are JSON text frames.
 
 Client frames (each is answered, and a bad one never closes the connection):
 - `{{"action": "subscribe", "symbols": ["AAPL", ...]}}` -> `{{"type": "ack", "action": "subscribe",
@@ -193,8 +193,6 @@ when the service stops, and with 1011 (internal error) if the connection hits an
 under the handshake's request id): a connection is never left open without being served.
 """
 
-ALIAS_DESCRIPTION = f"Switching Protocols: the WebSocket is open; its frames are those of `{WS_QUOTES_PATH}`."
-
 
 @routes.get(
     WS_QUOTES_PATH,
@@ -203,7 +201,6 @@ ALIAS_DESCRIPTION = f"Switching Protocols: the WebSocket is open; its frames are
     kind="websocket",
     query_api_key=True,
     errors=(e.MalformedRequest, e.StreamingUnavailable),
-    extra_openapi={"responses": {"101": {"description": WS_DESCRIPTION}}},
 )
 async def quotes_websocket(call: Call[None, None]) -> web.StreamResponse:
     """Open a WebSocket for quotes: subscribe and unsubscribe symbols at any time, quotes arrive as JSON frames.
@@ -211,9 +208,9 @@ async def quotes_websocket(call: Call[None, None]) -> web.StreamResponse:
     One connection holds at most 200 symbols. No brokerage session is needed to connect or subscribe:
     symbols subscribed before login start streaming after login. The handshake must come from this machine
     (a foreign Origin is refused with ORIGIN_NOT_ALLOWED, as on every endpoint); browsers pass the key as
-    `api_key` in the query. A plain HTTP request (no upgrade) is MALFORMED_REQUEST. See the 101 response for
-    the frames. The same WebSocket is also served at `/ws/quotes`, an alias kept for scripts written before
-    it moved under `/api/v1`.
+    `api_key` in the query. A plain HTTP request (no upgrade) is MALFORMED_REQUEST. The frames, both ways,
+    are those of the `quotesWebSocket` channel of `/docs/asyncapi.json`. The same WebSocket is also served at
+    `/ws/quotes`, an alias kept for scripts written before it moved under `/api/v1`.
     """
     return await _open_quotes_websocket(call)
 
@@ -225,7 +222,6 @@ async def quotes_websocket(call: Call[None, None]) -> web.StreamResponse:
     kind="websocket",
     query_api_key=True,
     errors=(e.MalformedRequest, e.StreamingUnavailable),
-    extra_openapi={"responses": {"101": {"description": ALIAS_DESCRIPTION}}},
 )
 async def quotes_websocket_alias(call: Call[None, None]) -> web.StreamResponse:
     """Open the quote WebSocket at its first path: an alias of `/api/v1/ws/quotes` that behaves identically.
