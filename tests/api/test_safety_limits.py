@@ -156,3 +156,39 @@ async def test_limits_and_usage_are_readable_and_a_setting_of_off_turns_a_limit_
     assert answer["limits"]["daily_loss_limit"] is None
     assert set(answer["usage"]) >= {"places_this_minute", "open_orders", "pnl", "loss_halted_today"}
     assert desk.control.safety().limits.max_open_orders == 7
+
+
+async def test_a_daily_loss_past_the_limit_halts_trading_once_and_a_resume_lifts_it(make_desk) -> None:
+    desk: Desk = await make_desk()
+    accounts = [a["acct_num"] for a in await desk.ok("GET", "/accounts")]
+    day_pnl = {}
+    for acct in accounts:
+        day_pnl[acct] = round(
+            sum(p["todays_gain_loss"] for p in await desk.ok("GET", f"/accounts/{acct}/positions")), 2
+        )
+    losing = next(acct for acct, pnl in day_pnl.items() if pnl < 0)  # the seeded paper world has one
+    loss = -day_pnl[losing]
+    individual = await desk.account()
+    resting = accepted(await desk.place(await desk.resting_buy(individual)))["conf_num"]
+
+    await limits(desk, daily_loss_limit=loss)  # a loss equal to the limit has not crossed it
+    accepted(await preview(desk, await desk.resting_buy(losing)))
+    assert not desk.control.safety().halt.halted
+    await limits(desk, daily_loss_limit=round(loss - 0.01, 2))
+    details = refused(
+        await preview(desk, await desk.resting_buy(losing)), "daily_loss_limit", round(loss - 0.01, 2), loss
+    )
+    assert details["halted"] is True and details["acct_num"] == losing
+
+    state = await desk.ok("GET", "/safety")
+    assert state["halt"]["halted"] is True and state["halt"]["by"] == "daily-loss-limit"
+    assert state["live_trading"] is False and await desk.open_orders() == []
+    assert state["usage"]["loss_halted_today"] == {losing: desk.control.safety().usage.pnl[0].as_of.date().isoformat()}
+    pnl = {p["acct_num"]: p["total"] for p in state["usage"]["pnl"]}
+    assert pnl[losing] == -loss
+    halt_row = next(e for e in await desk.journal() if e["action"] == "halt")
+    assert resting in halt_row["conf_nums"] and halt_row["endpoint"] == "safety (daily-loss-limit)"
+
+    await desk.ok("POST", "/safety/resume")
+    accepted(await preview(desk, await desk.resting_buy(losing)))  # resumed: the same day's loss halts no more
+    assert not desk.control.safety().halt.halted
