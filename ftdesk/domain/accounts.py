@@ -12,7 +12,7 @@ from enum import StrEnum
 
 from pydantic import Field, computed_field
 
-from ftdesk.domain.base import Record, UpstreamRecord
+from ftdesk.domain.base import IsoDate, IsoDateOrEmpty, Record, UpstreamRecord
 
 
 class AccountType(StrEnum):
@@ -130,8 +130,8 @@ class Transaction(UpstreamRecord):
 
     txn_id: str
     acct_num: str
-    date: str = Field(description="Trade or posting date, ISO YYYY-MM-DD.")
-    settle_date: str | None = None
+    date: IsoDateOrEmpty = Field(description='Trade or posting date, ISO YYYY-MM-DD ("" when the broker gave none).')
+    settle_date: IsoDate | None = None
     txn_type: str = Field(
         description="BUY, SELL, SELL_SHORT, BUY_TO_COVER, OPTION_BUY, OPTION_SELL, DIVIDEND, INTEREST, DEPOSIT, "
         "FEE, ..."
@@ -152,7 +152,7 @@ class OptionLegSummary(Record):
     description: str
     option_type: OptionType
     strike: float
-    expiration: str
+    expiration: IsoDate
     days_to_expiration: int
     quantity: float
     last_price: float
@@ -199,7 +199,7 @@ class ClosedPosition(UpstreamRecord):
     short_term_gain_loss: float
     long_term_gain_loss: float
     wash_sale_disallowed: float = 0.0
-    last_closed_date: str
+    last_closed_date: IsoDateOrEmpty
 
 
 class LoanedSecurity(UpstreamRecord):
@@ -210,7 +210,7 @@ class LoanedSecurity(UpstreamRecord):
     quantity: float
     rate: float = Field(description="Annual lending rate, percent.")
     market_value: float
-    loan_date: str
+    loan_date: IsoDateOrEmpty
     income_mtd: float = 0.0
 
 
@@ -232,7 +232,7 @@ class LotDetail(UpstreamRecord):
     """One open tax lot (spec record); also the row type of the tax-lots endpoint."""
 
     lot_id: str
-    acquired_date: str
+    acquired_date: IsoDateOrEmpty
     quantity: float
     cost_basis: float
     cost_per_share: float
@@ -255,8 +255,8 @@ class ClosedLotDetail(UpstreamRecord):
     lot_id: str
     symbol: str
     quantity: float
-    acquired_date: str
-    sold_date: str
+    acquired_date: IsoDateOrEmpty
+    sold_date: IsoDateOrEmpty
     cost_basis: float
     proceeds: float
     gain_loss: float
@@ -312,7 +312,7 @@ class ShortInsightDetail(UpstreamRecord):
     short_pct_of_float: float
     shares_short: float
     prior_shares_short: float
-    settlement_date: str
+    settlement_date: IsoDateOrEmpty
     borrow_rate: float
     lending_supply: float
 
@@ -320,7 +320,7 @@ class ShortInsightDetail(UpstreamRecord):
 class TimeSeriesPoint(Record):
     """One point of a time series."""
 
-    date: str
+    date: IsoDate
     value: float
 
 
@@ -338,7 +338,7 @@ class AccrualDetail(UpstreamRecord):
     acct_num: str
     accrual_type: str
     accrual_amount: float
-    accrual_date: str
+    accrual_date: IsoDateOrEmpty
     description: str
     symbol: str | None = None
     rate: float
@@ -349,5 +349,5 @@ class CashAccrualDetail(UpstreamRecord):
 
     acct_num: str
     cash_accrual_amount: float
-    accrual_date: str
+    accrual_date: IsoDateOrEmpty
     description: str

@@ -31,6 +31,21 @@ JsonObject = TypeAliasType(
 )
 """A free-form JSON object (fields kept as given): one named schema, like ``RawPayload``."""
 
+# Dates and times travel as the ISO text they always were; these say so in the schema (``format``), so generated
+# clients read them as dates. "OrEmpty": the Fidelity adapter answers "" when the upstream left the date out.
+IsoDate = Annotated[str, WithJsonSchema({"type": "string", "format": "date"})]
+"""A calendar date as ISO ``YYYY-MM-DD`` text."""
+IsoDateTime = Annotated[str, WithJsonSchema({"type": "string", "format": "date-time"})]
+"""A moment as ISO 8601 text with its UTC offset, e.g. ``2026-11-25T14:30:00+00:00``."""
+IsoDateOrEmpty = Annotated[
+    str, WithJsonSchema({"anyOf": [{"type": "string", "format": "date"}, {"type": "string", "maxLength": 0}]})
+]
+"""An ISO date, or "" when the broker did not give one."""
+IsoDateTimeOrEmpty = Annotated[
+    str, WithJsonSchema({"anyOf": [{"type": "string", "format": "date-time"}, {"type": "string", "maxLength": 0}]})
+]
+"""An ISO 8601 time, or "" when the broker did not give one."""
+
 
 class Record(BaseModel):
     """A domain record: plain data with the spec's field names, serialised unchanged to JSON."""

@@ -7,7 +7,7 @@ from enum import StrEnum
 from pydantic import Field
 
 from ftdesk.domain.accounts import OptionType
-from ftdesk.domain.base import Record, UpstreamRecord
+from ftdesk.domain.base import IsoDate, Record, UpstreamRecord
 
 
 class BarWidth(StrEnum):
@@ -78,7 +78,7 @@ class OptionQuote(Record):
     symbol: str
     option_type: OptionType
     strike: float
-    expiration: str
+    expiration: IsoDate
     bid: float
     ask: float
     last: float
@@ -98,7 +98,7 @@ class ChainStrike(Record):
 class ChainExpiration(Record):
     """All strikes of one expiration."""
 
-    expiration: str
+    expiration: IsoDate
     days_to_expiration: int
     strikes: list[ChainStrike]
 

@@ -23,7 +23,7 @@ from typing import Any
 
 from pydantic import Field, model_validator
 
-from ftdesk.domain.base import JsonObject, Record, UpstreamRecord
+from ftdesk.domain.base import IsoDateTime, IsoDateTimeOrEmpty, JsonObject, Record, UpstreamRecord
 
 MAX_PRICE = 10_000_000.0
 """Highest price any order may carry: far above every listed security, and far below what breaks arithmetic."""
@@ -355,7 +355,7 @@ class OrderBaseDetail(Record):
         "code itself and `action_desc` the broker's words.",
     )
     security_type: str = Field(description="EQUITY, OPTION or MULTI_LEG.")
-    entry_time: str = Field(description="ISO 8601 time the order was placed.")
+    entry_time: IsoDateTimeOrEmpty = Field(description="ISO 8601 time the order was placed.")
     cond_order_type_code: ConditionalType | None = None
     legs: list[OrderLegDetail] = Field(default_factory=list)
 
@@ -428,7 +428,7 @@ class StagedOrder(Record):
     stage_id: str
     stage_type: str = "SAVED_ORDER"
     acct_num: str
-    created: str
+    created: IsoDateTimeOrEmpty
     description: str = ""
     order: JsonObject = Field(description="The order fields as saved, for the script to preview later.")
 
@@ -468,4 +468,4 @@ class TradeAgreementResult(Record):
     acct_num: str
     agreement_id: str
     accepted: bool
-    accepted_at: str | None = None
+    accepted_at: IsoDateTime | None = None

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pydantic import Field
 
 from ftdesk.domain.accounts import OptionType
-from ftdesk.domain.base import Record, UpstreamRecord
+from ftdesk.domain.base import IsoDate, IsoDateOrEmpty, IsoDateTimeOrEmpty, Record, UpstreamRecord
 from ftdesk.domain.market import Greeks
 
 
@@ -13,7 +13,7 @@ class EarningsEvent(UpstreamRecord):
     """One earnings report, past or scheduled."""
 
     symbol: str
-    report_date: str
+    report_date: IsoDate
     fiscal_period: str = Field(description="e.g. 'Q3 2026'.")
     timing: str = Field(description="BMO before market open, AMC after market close.")
     eps_estimate: float | None
@@ -25,9 +25,9 @@ class DividendEvent(UpstreamRecord):
     """One dividend, past or declared."""
 
     symbol: str
-    ex_date: str
-    record_date: str
-    pay_date: str
+    ex_date: IsoDate
+    record_date: IsoDateOrEmpty
+    pay_date: IsoDateOrEmpty
     amount: float = Field(description="Per share.")
     frequency: str = Field(description="QUARTERLY, MONTHLY, ANNUAL, ...")
     yield_pct: float
@@ -72,7 +72,7 @@ class LegAnalytics(Record):
     quantity: float
     option_type: OptionType | None
     strike: float | None
-    expiration: str | None
+    expiration: IsoDate | None
     price: float
     greeks: Greeks | None
 
@@ -148,8 +148,8 @@ class NoteDetail(UpstreamRecord):
     title: str
     note: str
     channel: str = "ATN"
-    create_date: str
-    update_date: str
+    create_date: IsoDateTimeOrEmpty
+    update_date: IsoDateTimeOrEmpty
 
 
 class NoteDraft(Record):

@@ -6,7 +6,7 @@ from enum import StrEnum
 
 from pydantic import Field
 
-from ftdesk.domain.base import Record, UpstreamRecord
+from ftdesk.domain.base import IsoDate, IsoDateTime, IsoDateTimeOrEmpty, Record, UpstreamRecord
 
 
 class Watchlist(UpstreamRecord):
@@ -15,7 +15,7 @@ class Watchlist(UpstreamRecord):
     watchlist_id: str
     name: str
     symbols: list[str]
-    update_date: str
+    update_date: IsoDateTimeOrEmpty
 
 
 class WatchlistDraft(Record):
@@ -57,8 +57,8 @@ class PriceTrigger(UpstreamRecord):
     basis: TriggerBasis = TriggerBasis.PRICE
     status: TriggerStatus
     note: str = ""
-    create_time: str
-    triggered_time: str | None = None
+    create_time: IsoDateTimeOrEmpty
+    triggered_time: IsoDateTime | None = None
     triggered_price: float | None = None
 
 
@@ -83,7 +83,7 @@ class AlertSubscription(Record):
 class Holiday(UpstreamRecord):
     """A market holiday or early close."""
 
-    date: str
+    date: IsoDate
     name: str
     status: str = Field(description="CLOSED or EARLY_CLOSE.")
     close_time: str | None = Field(default=None, description="Local close time on an early-close day, e.g. '13:00'.")

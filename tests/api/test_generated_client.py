@@ -29,14 +29,16 @@ FREE_FORM_SCHEMAS = frozenset({"RawPayload", "JsonObject"})
 
 SCRIPT = textwrap.dedent(
     """
-    import json, sys
+    import datetime, json, sys
     from ftdesk_api_client import AuthenticatedClient
     from ftdesk_api_client.api.accounts import get_positions, list_accounts
     from ftdesk_api_client.api.auth import login
     from ftdesk_api_client.api.orders import place_equity_order, preview_equity_order
+    from ftdesk_api_client.api.reference import get_holiday_calendar
     from ftdesk_api_client.models import (
-        EquityAction, EquityPlaceBody, EquityPreviewBody, ErrorEnvelope, GetPositionsResponse, ListAccountsResponse,
-        LoginBody, LoginResponse, OrderPreview, Position, PreviewEquityOrderResponse, PriceType,
+        EquityAction, EquityPlaceBody, EquityPreviewBody, ErrorEnvelope, GetHolidayCalendarResponse,
+        GetPositionsResponse, ListAccountsResponse, LoginBody, LoginResponse, OrderPreview, Position,
+        PreviewEquityOrderResponse, PriceType,
     )
 
     base_url, api_key = sys.argv[1], sys.argv[2]
@@ -56,6 +58,10 @@ SCRIPT = textwrap.dedent(
             holdings[account.acct_num] = positions.data
         acct = next(acct for acct, held in holdings.items() if held)
         seen["positions"] = [(p.symbol, p.quantity, type(p.market_value).__name__) for p in holdings[acct]]
+
+        calendar = get_holiday_calendar.sync(client=client)
+        assert isinstance(calendar, GetHolidayCalendarResponse), calendar
+        seen["holiday_dates"] = sorted({type(holiday.date).__name__ for holiday in calendar.data})
 
         order = dict(acct_num=acct, symbol="AAPL", order_action_code=EquityAction.B, qty=1, price_type_code=PriceType.M)
         preview = preview_equity_order.sync(client=client, body=EquityPreviewBody(**order))
@@ -142,6 +148,7 @@ async def test_generated_client_returns_typed_data_and_dry_run_refuses_the_place
     seen = json.loads(output.splitlines()[-1])
     assert seen["login"] == "logged_in"
     assert seen["positions"] and all(kind == "float" for _, _, kind in seen["positions"])
+    assert seen["holiday_dates"] == ["date"], "format: date reads as datetime.date"
     assert isinstance(seen["preview"], str) and seen["preview"]
     # Live trading is off by default: the place is refused with the documented code, typed as the error envelope.
     assert seen["place"] == [403, "LIVE_TRADING_DISABLED", False]
