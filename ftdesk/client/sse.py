@@ -3,12 +3,13 @@
 A dropped stream is reopened after a jittered backoff. The account-event stream resumes with
 ``Last-Event-ID`` (the service replays what was missed from its buffer, so nothing is lost or repeated);
 quote ids are per connection, so the quote stream simply starts over with the latest quote of each symbol.
-An error answer (bad API key, bad symbol list) is raised, not retried.
+An error answer (bad API key, bad symbol list, a stream the service has not configured) is raised, not retried.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from dataclasses import dataclass
@@ -88,8 +89,8 @@ async def _frames(
                 except (ValueError, aiohttp.ClientError):
                     body = None
                 error = api_error(response.status, body, response.headers.get("X-Request-ID"))
-                if response.status < 500:
-                    raise error
+                if response.status < 500 or error.code == "STREAMING_UNAVAILABLE":
+                    raise error  # a refusal, or a stream not configured: asking again would not change it
                 raise _Retry(error)
             parser = SseParser()
             async for raw in response.content:
@@ -124,6 +125,14 @@ async def quote_frames(
             log.warning("Quote stream: %s", frame.data)
 
 
+def _events_missed(data: str) -> bool:
+    try:
+        state = json.loads(data)
+    except ValueError:
+        return False
+    return isinstance(state, dict) and state.get("events_missed") is True
+
+
 async def event_frames(
     open_stream: Opener, backoff: Backoff, last_event_id: int | None
 ) -> AsyncGenerator[EventFrame, None]:
@@ -135,8 +144,11 @@ async def event_frames(
 
     async for frame in _frames(open_stream, headers, backoff):
         if frame.event in ("status", "error") or frame.id is None:
-            if '"events_missed":true' in frame.data.replace(" ", ""):
+            if frame.event == "status" and _events_missed(frame.data):
+                # The service no longer holds the events after our id: it fell out of the buffer, or the service
+                # restarted and its ids start over. Every buffered event follows; take them whatever their ids.
                 log.warning("Account events after id %s are no longer buffered on the service", seen[0])
+                seen[0] = None
             continue
         event_id = int(frame.id)
         if seen[0] is not None and event_id <= seen[0]:

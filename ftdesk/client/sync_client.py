@@ -141,6 +141,7 @@ class Client:
         if self.closed:
             return
         self._run(self._async.aclose())
+        self._run(self._loop.shutdown_asyncgens())  # streams left open end here, closing their connections
         self.closed = True
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(timeout=5)
@@ -220,38 +221,131 @@ class Client:
         return self._run(self._async.get_order(conf_num, acct))
 
     def preview_equity_order(
-        self, acct: str, symbol: str, action: str, qty: float, price_type: str = "M", **fields: Any
+        self,
+        acct: str,
+        symbol: str,
+        action: str,
+        qty: float,
+        price_type: str = "M",
+        *,
+        limit_price: float | None = None,
+        stop_price: float | None = None,
+        tif: str = "D",
     ) -> OrderPreview:
-        """Preview an equity order (``limit_price``, ``stop_price``, ``tif`` as keywords)."""
-        return self._run(self._async.preview_equity_order(acct, symbol, action, qty, price_type, **fields))
+        """Preview an equity order (B buy, S sell, SS sell short, BC buy to cover); nothing is sent."""
+        return self._run(
+            self._async.preview_equity_order(
+                acct, symbol, action, qty, price_type, limit_price=limit_price, stop_price=stop_price, tif=tif
+            )
+        )
 
     def place_equity_order(
-        self, acct: str, symbol: str, action: str, qty: float, price_type: str = "M", *, conf_num: str, **fields: Any
+        self,
+        acct: str,
+        symbol: str,
+        action: str,
+        qty: float,
+        price_type: str = "M",
+        *,
+        conf_num: str,
+        limit_price: float | None = None,
+        stop_price: float | None = None,
+        tif: str = "D",
+        idempotency_key: str | None = None,
     ) -> OrderPlacement:
-        """Place a previewed equity order with the preview's ``conf_num``."""
+        """Place a previewed equity order: the preview's fields, unchanged, and its ``conf_num``."""
         return self._run(
-            self._async.place_equity_order(acct, symbol, action, qty, price_type, conf_num=conf_num, **fields)
+            self._async.place_equity_order(
+                acct,
+                symbol,
+                action,
+                qty,
+                price_type,
+                conf_num=conf_num,
+                limit_price=limit_price,
+                stop_price=stop_price,
+                tif=tif,
+                idempotency_key=idempotency_key,
+            )
         )
 
     def preview_option_order(
-        self, acct: str, symbol: str, action: str, qty: int, price_type: str = "M", **fields: Any
+        self,
+        acct: str,
+        symbol: str,
+        action: str,
+        qty: int,
+        price_type: str = "M",
+        *,
+        limit_price: float | None = None,
+        stop_price: float | None = None,
+        tif: str = "D",
+        position_intent: str | None = None,
     ) -> OrderPreview:
-        """Preview a single-leg option order."""
-        return self._run(self._async.preview_option_order(acct, symbol, action, qty, price_type, **fields))
+        """Preview a single-leg option order (BC buy call, SC sell call, BP buy put, SP sell put)."""
+        return self._run(
+            self._async.preview_option_order(
+                acct,
+                symbol,
+                action,
+                qty,
+                price_type,
+                limit_price=limit_price,
+                stop_price=stop_price,
+                tif=tif,
+                position_intent=position_intent,
+            )
+        )
 
     def place_option_order(
-        self, acct: str, symbol: str, action: str, qty: int, price_type: str = "M", *, conf_num: str, **fields: Any
+        self,
+        acct: str,
+        symbol: str,
+        action: str,
+        qty: int,
+        price_type: str = "M",
+        *,
+        conf_num: str,
+        limit_price: float | None = None,
+        stop_price: float | None = None,
+        tif: str = "D",
+        position_intent: str | None = None,
+        idempotency_key: str | None = None,
     ) -> OrderPlacement:
         """Place a previewed single-leg option order with the preview's ``conf_num``."""
         return self._run(
-            self._async.place_option_order(acct, symbol, action, qty, price_type, conf_num=conf_num, **fields)
+            self._async.place_option_order(
+                acct,
+                symbol,
+                action,
+                qty,
+                price_type,
+                conf_num=conf_num,
+                limit_price=limit_price,
+                stop_price=stop_price,
+                tif=tif,
+                position_intent=position_intent,
+                idempotency_key=idempotency_key,
+            )
         )
 
     def preview_options_order(
-        self, acct: str, underlying: str, legs: Sequence[MultiLegOptionLeg], price_type: str = "L", **fields: Any
+        self,
+        acct: str,
+        underlying: str,
+        legs: Sequence[MultiLegOptionLeg],
+        price_type: str = "L",
+        *,
+        net_price: float | None = None,
+        debit_credit: str | None = None,
+        tif: str = "D",
     ) -> OrderPreview:
-        """Preview a multi-leg option order."""
-        return self._run(self._async.preview_options_order(acct, underlying, legs, price_type, **fields))
+        """Preview a multi-leg option order (2 to 4 legs on one underlying)."""
+        return self._run(
+            self._async.preview_options_order(
+                acct, underlying, legs, price_type, net_price=net_price, debit_credit=debit_credit, tif=tif
+            )
+        )
 
     def place_options_order(
         self,
@@ -261,11 +355,24 @@ class Client:
         price_type: str = "L",
         *,
         conf_num: str,
-        **fields: Any,
+        net_price: float | None = None,
+        debit_credit: str | None = None,
+        tif: str = "D",
+        idempotency_key: str | None = None,
     ) -> OrderPlacement:
         """Place a previewed multi-leg option order with the preview's ``conf_num``."""
         return self._run(
-            self._async.place_options_order(acct, underlying, legs, price_type, conf_num=conf_num, **fields)
+            self._async.place_options_order(
+                acct,
+                underlying,
+                legs,
+                price_type,
+                conf_num=conf_num,
+                net_price=net_price,
+                debit_credit=debit_credit,
+                tif=tif,
+                idempotency_key=idempotency_key,
+            )
         )
 
     def preview_cancel(self, conf_num: str, acct: str, action_code: str) -> CancelPreview:
@@ -284,21 +391,35 @@ class Client:
         qty: float,
         price_type: str = "M",
         *,
+        limit_price: float | None = None,
+        stop_price: float | None = None,
+        tif: str = "D",
         confirm: Callable[[OrderPreview], bool],
         show: Show = print_preview,
         idempotency_key: str | None = None,
-        **fields: Any,
     ) -> OrderPlacement | None:
-        """Preview an equity order, show it, and place it only if ``confirm(preview)`` returns True.
+        """Preview an equity order, show the preview, and place it only if ``confirm(preview)`` returns True.
 
-        ``confirm`` runs in the caller's thread (it may prompt on the terminal). Returns None when it declines.
+        ``confirm`` runs in the caller's thread (it may prompt on the terminal). Returns None when it declines
+        (nothing is placed). In dry-run mode the place raises ``TradingDisabledError`` (``LIVE_TRADING_DISABLED``).
         """
-        preview = self.preview_equity_order(acct, symbol, action, qty, price_type, **fields)
+        preview = self.preview_equity_order(
+            acct, symbol, action, qty, price_type, limit_price=limit_price, stop_price=stop_price, tif=tif
+        )
         show(preview)
         if confirm(preview) is not True:
             return None
         return self.place_equity_order(
-            acct, symbol, action, qty, price_type, conf_num=preview.conf_num, idempotency_key=idempotency_key, **fields
+            acct,
+            symbol,
+            action,
+            qty,
+            price_type,
+            conf_num=preview.conf_num,
+            limit_price=limit_price,
+            stop_price=stop_price,
+            tif=tif,
+            idempotency_key=idempotency_key,
         )
 
     # --- safety ---------------------------------------------------------------------------------------------

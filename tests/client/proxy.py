@@ -49,6 +49,10 @@ class CuttingProxy:
         finally:
             self._tasks.discard(asyncio.current_task())  # type: ignore[arg-type]
 
+    def retarget(self, port: int) -> None:
+        """Forward new connections to another port (a service started again elsewhere)."""
+        self._target_port = port
+
     def cut(self) -> None:
         """Drop every open connection at once, as a network failure would (no close handshake)."""
         for writer in list(self._writers):

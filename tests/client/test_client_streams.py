@@ -81,6 +81,53 @@ async def test_the_event_iterator_resumes_after_a_drop_without_losing_or_repeati
     assert proxy.connections == 2
 
 
+async def test_the_event_iterator_takes_the_new_ids_of_a_restarted_service(start_service) -> None:
+    first_run = await start_service(clock=ManualClock(), live_trading="true")
+    received: list[EventFrame] = []
+    async with (
+        proxied(first_run) as (proxy, url),
+        AsyncClient(url, first_run.api_key, reconnect_delays=FAST_RECONNECT) as listener,
+    ):
+
+        async def read() -> None:
+            async for frame in listener.stream_events():
+                received.append(frame)
+
+        reader = asyncio.create_task(read())
+        try:
+            async with AsyncClient(first_run.base_url, first_run.api_key) as api:
+                await wait_until(lambda: first_run.context.events.status().consumers != [])
+                await api.login("trader", "paper-pass")
+                acct = next(a.acct_num for a in await api.get_accounts() if a.acct_type is AccountType.INDIVIDUAL)
+                await buy_at_market(api, acct)
+                await buy_at_market(api, acct)
+            before_restart = first_run.context.events.last_event_id
+            await wait_until(lambda: bool(received) and received[-1].id == before_restart)
+
+            proxy.refusing = True
+            proxy.cut()
+            await first_run.runtime.stop()
+            second_run = await start_service(clock=ManualClock(), live_trading="true")  # same data dir
+            proxy.retarget(URL(second_run.base_url).port or 0)
+            proxy.refusing = False
+            # The listener resumes with an id the new run never issued: the service says events were missed,
+            # and the new run's events (ids from 1 again) must not be taken for ones already seen.
+            await wait_until(lambda: second_run.context.events.status().consumers != [])
+            async with AsyncClient(second_run.base_url, second_run.api_key) as api:
+                await api.login("trader", "paper-pass")
+                after = await buy_at_market(api, acct)
+            await wait_until(lambda: received[-1].id == second_run.context.events.last_event_id)
+        finally:
+            reader.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await reader
+
+    new_run = received[len(received) - second_run.context.events.last_event_id :]
+    assert [frame.id for frame in received[: len(received) - len(new_run)]] == list(range(1, before_restart + 1))
+    assert [frame.id for frame in new_run] == list(range(1, second_run.context.events.last_event_id + 1))
+    assert after in {frame.event.desc.get("conf_num") for frame in new_run}
+
+
 async def test_the_event_iterator_starts_after_a_given_id(start_service) -> None:
     service = await start_service(clock=ManualClock(), live_trading="true")
     async with AsyncClient(service.base_url, service.api_key, reconnect_delays=FAST_RECONNECT) as api:
@@ -163,3 +210,21 @@ async def test_the_sync_websocket_iterator_subscribes_again_after_a_drop(start_s
 
         symbols = await asyncio.to_thread(script)
     assert set(symbols) == {"AAPL"} and proxy.connections >= 2
+
+
+async def test_the_sync_sse_iterators_stop_cleanly(start_service) -> None:
+    service = await start_service(paper_tick_interval="0.05")
+
+    def script() -> tuple[list[str], int]:
+        with Client(service.base_url, service.api_key, reconnect_delays=FAST_RECONNECT) as api:
+            api.login("trader", "paper-pass")
+            with api.stream_quotes(["AAPL"]) as quotes:
+                symbols = [next(quotes).symbol for _ in range(3)]
+            left_open = api.stream_quotes(["MSFT"])  # never closed by the script: closing the client ends it
+            next(left_open)
+            streams_open = service.context.streams.open_count
+        return symbols, streams_open
+
+    symbols, streams_open = await asyncio.to_thread(script)
+    assert symbols == ["AAPL"] * 3 and streams_open >= 1
+    await wait_until(lambda: service.context.streams.open_count == 0)
