@@ -18,11 +18,11 @@ from ftdesk.domain.session import SessionState
 
 def ensure_session(api: Client, username: str | None, password: str | None) -> None:
     """Log in unless a session exists (the paper broker takes any non-empty password by default)."""
-    if api.session().state is SessionState.LOGGED_IN:
+    if api.get_auth_status().state is SessionState.LOGGED_IN:
         return
     if username and password:
         api.login(username, password)
-    elif api.health().broker == "paper":
+    elif api.get_health().broker == "paper":
         api.login("trader", "paper-pass")
     else:
         raise SystemExit("Not logged in: log in from the tray, or pass --username and --password")
@@ -38,7 +38,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         with Client(args.base_url, args.api_key) as api:
             ensure_session(api, args.username, args.password)
-            for account in api.get_accounts():
+            for account in api.list_accounts():
                 balance = api.get_balances(account.acct_num)
                 print(f"{account.acct_num}  {account.acct_type.value}  {account.name}")
                 print(f"  {'symbol':<24}{'quantity':>12}{'last':>12}{'market value':>16}")

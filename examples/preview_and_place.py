@@ -39,11 +39,13 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         with Client(args.base_url, args.api_key) as api:
-            if api.session().state is not SessionState.LOGGED_IN:
-                if api.health().broker != "paper":
+            if api.get_auth_status().state is not SessionState.LOGGED_IN:
+                if api.get_health().broker != "paper":
                     raise SystemExit("Not logged in: log in from the tray first")
                 api.login("trader", "paper-pass")
-            acct = args.account or next(a.acct_num for a in api.get_accounts() if a.acct_type is AccountType.INDIVIDUAL)
+            acct = args.account or next(
+                a.acct_num for a in api.list_accounts() if a.acct_type is AccountType.INDIVIDUAL
+            )
             price_type, limit = ("L", args.limit) if args.limit else ("M", None)
             placed = api.preview_and_place(
                 acct,

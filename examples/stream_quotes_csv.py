@@ -27,7 +27,9 @@ async def stream(args: argparse.Namespace, out: TextIO) -> int:
     writer.writerow(COLUMNS)
     written = 0
     async with AsyncClient(args.base_url, args.api_key) as api:
-        if (await api.session()).state is not SessionState.LOGGED_IN and (await api.health()).broker == "paper":
+        if (await api.get_auth_status()).state is not SessionState.LOGGED_IN and (
+            await api.get_health()
+        ).broker == "paper":
             await api.login("trader", "paper-pass")
         symbols = [s.strip().upper() for s in args.symbols.split(",") if s.strip()]
         quotes = api.ws_quotes(symbols) if args.ws else api.stream_quotes(symbols)

@@ -25,13 +25,13 @@ NEEDS_LIVE = 2
 
 async def order_status(api: AsyncClient, conf_num: str, acct: str) -> OrderStatus | None:
     """Return the order's status as the service reads it now."""
-    detail = await api.get_order(conf_num, acct)
+    detail = await api.get_order_detail(conf_num, acct)
     return detail.order.status_detail.status if detail.order else None
 
 
 async def run(args: argparse.Namespace) -> int:
     async with AsyncClient(args.base_url, args.api_key) as api:
-        health = await api.health()
+        health = await api.get_health()
         if health.broker != "paper" and not args.real_money:
             print(f"The service trades on {health.broker!r}, real money: pass --real-money to place there")
             return NEEDS_LIVE
@@ -41,10 +41,10 @@ async def run(args: argparse.Namespace) -> int:
                 "(simulated money) start ftdesk with FTSERVICE_LIVE_TRADING=true or turn it on in the tray."
             )
             return NEEDS_LIVE
-        if (await api.session()).state is not SessionState.LOGGED_IN and health.broker == "paper":
+        if (await api.get_auth_status()).state is not SessionState.LOGGED_IN and health.broker == "paper":
             await api.login("trader", "paper-pass")
         acct = args.account or next(
-            a.acct_num for a in await api.get_accounts() if a.acct_type is AccountType.INDIVIDUAL
+            a.acct_num for a in await api.list_accounts() if a.acct_type is AccountType.INDIVIDUAL
         )
         placed = await api.preview_and_place(acct, args.symbol, "B", args.qty, confirm=lambda preview: True)
         assert placed is not None
@@ -64,7 +64,7 @@ async def run(args: argparse.Namespace) -> int:
             return 1
         finally:
             await events.aclose()
-        detail = await api.get_order(placed.conf_num, acct)
+        detail = await api.get_order_detail(placed.conf_num, acct)
         assert detail.order is not None
         print(f"Filled {placed.conf_num}: {detail.order.status_detail.status_desc}")
     return 0

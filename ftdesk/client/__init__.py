@@ -4,7 +4,7 @@
 
     with Client() as api:                       # finds the local service's URL and API key
         api.login("trader", "paper-pass")
-        for account in api.get_accounts():
+        for account in api.list_accounts():
             print(account.acct_num, api.get_balances(account.acct_num).net_worth)
 
 ``AsyncClient`` is the same for asyncio. Importing this package never imports Qt, the server or a broker.

@@ -134,7 +134,7 @@ class AsyncClient:
 
     # --- service and session --------------------------------------------------------------------------------
 
-    async def health(self) -> Health:
+    async def get_health(self) -> Health:
         """Return whether the service is up, its broker and whether live trading is on."""
         return parse_answer(Health, await self.request("GET", "/health"))
 
@@ -159,13 +159,13 @@ class AsyncClient:
         """Log out of the brokerage."""
         return parse_answer(SessionStatus, await self.request("POST", "/auth/logout"))
 
-    async def session(self) -> SessionStatus:
+    async def get_auth_status(self) -> SessionStatus:
         """Return the session state (``GET /auth/status``)."""
         return parse_answer(SessionStatus, await self.request("GET", "/auth/status"))
 
     # --- accounts ---------------------------------------------------------------------------------------------
 
-    async def get_accounts(self) -> list[Account]:
+    async def list_accounts(self) -> list[Account]:
         """List the login's accounts, the default account first."""
         return parse_answer(list[Account], await self.request("GET", "/accounts"))
 
@@ -192,12 +192,12 @@ class AsyncClient:
 
     # --- orders -----------------------------------------------------------------------------------------------
 
-    async def get_orders(self, acct: str | None = None) -> list[Order]:
+    async def get_order_status(self, acct: str | None = None) -> list[Order]:
         """List working and recent orders, newest first, of one account or all."""
         params = {"acct": acct} if acct else None
         return parse_answer(list[Order], await self.request("GET", "/orders/status", params=params))
 
-    async def get_order(self, conf_num: str, acct: str | None = None) -> OrderDetailResult:
+    async def get_order_detail(self, conf_num: str, acct: str | None = None) -> OrderDetailResult:
         """Return one order's detail (and its conditional relatives)."""
         params = {"acct": acct} if acct else None
         return parse_answer(OrderDetailResult, await self.request("GET", f"/orders/{conf_num}/detail", params=params))
@@ -274,7 +274,7 @@ class AsyncClient:
         )
         return await self._place("/orders/option/place", body, idempotency_key)
 
-    async def preview_options_order(
+    async def preview_multileg_order(
         self,
         acct: str,
         underlying: str,
@@ -289,7 +289,7 @@ class AsyncClient:
         body = multi_leg_body(acct, underlying, legs, price_type, net_price, debit_credit, tif)
         return parse_answer(OrderPreview, await self.request("POST", "/orders/options/preview", json=body))
 
-    async def place_options_order(
+    async def place_multileg_order(
         self,
         acct: str,
         underlying: str,
@@ -311,7 +311,7 @@ class AsyncClient:
         headers = {"Idempotency-Key": idempotency_key or uuid.uuid4().hex}
         return parse_answer(OrderPlacement, await self.request("POST", path, json=body, headers=headers))
 
-    async def preview_cancel(self, conf_num: str, acct: str, action_code: str) -> CancelPreview:
+    async def preview_cancel_order(self, conf_num: str, acct: str, action_code: str) -> CancelPreview:
         """Say what canceling an order would do (never required before a cancel)."""
         body = cancel_body(acct, action_code)
         return parse_answer(CancelPreview, await self.request("POST", f"/orders/{conf_num}/cancel/preview", json=body))
@@ -374,7 +374,7 @@ class AsyncClient:
         """Lift the kill switch (live trading stays off until the trader turns it on in the tray)."""
         return parse_answer(HaltState, await self.request("POST", "/safety/resume"))
 
-    async def safety(self) -> SafetyState:
+    async def get_safety(self) -> SafetyState:
         """Report the kill switch, the live switch and its last change, the risk limits and their usage."""
         return parse_answer(SafetyState, await self.request("GET", "/safety"))
 

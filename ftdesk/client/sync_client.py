@@ -160,9 +160,9 @@ class Client:
         """Send one request to ``/api/v1<path>`` and return the envelope's ``data``; raise on an error answer."""
         return self._run(self._async.request(method, path, **kwargs))
 
-    def health(self) -> Health:
+    def get_health(self) -> Health:
         """Return whether the service is up, its broker and whether live trading is on."""
-        return self._run(self._async.health())
+        return self._run(self._async.get_health())
 
     def login(
         self,
@@ -182,15 +182,15 @@ class Client:
         """Log out of the brokerage."""
         return self._run(self._async.logout())
 
-    def session(self) -> SessionStatus:
+    def get_auth_status(self) -> SessionStatus:
         """Return the session state."""
-        return self._run(self._async.session())
+        return self._run(self._async.get_auth_status())
 
     # --- accounts ---------------------------------------------------------------------------------------------
 
-    def get_accounts(self) -> list[Account]:
+    def list_accounts(self) -> list[Account]:
         """List the login's accounts, the default account first."""
-        return self._run(self._async.get_accounts())
+        return self._run(self._async.list_accounts())
 
     def get_account(self, acct: str) -> Account:
         """Return one account."""
@@ -212,13 +212,13 @@ class Client:
 
     # --- orders -----------------------------------------------------------------------------------------------
 
-    def get_orders(self, acct: str | None = None) -> list[Order]:
+    def get_order_status(self, acct: str | None = None) -> list[Order]:
         """List working and recent orders, newest first."""
-        return self._run(self._async.get_orders(acct))
+        return self._run(self._async.get_order_status(acct))
 
-    def get_order(self, conf_num: str, acct: str | None = None) -> OrderDetailResult:
+    def get_order_detail(self, conf_num: str, acct: str | None = None) -> OrderDetailResult:
         """Return one order's detail."""
-        return self._run(self._async.get_order(conf_num, acct))
+        return self._run(self._async.get_order_detail(conf_num, acct))
 
     def preview_equity_order(
         self,
@@ -329,7 +329,7 @@ class Client:
             )
         )
 
-    def preview_options_order(
+    def preview_multileg_order(
         self,
         acct: str,
         underlying: str,
@@ -342,12 +342,12 @@ class Client:
     ) -> OrderPreview:
         """Preview a multi-leg option order (2 to 4 legs on one underlying)."""
         return self._run(
-            self._async.preview_options_order(
+            self._async.preview_multileg_order(
                 acct, underlying, legs, price_type, net_price=net_price, debit_credit=debit_credit, tif=tif
             )
         )
 
-    def place_options_order(
+    def place_multileg_order(
         self,
         acct: str,
         underlying: str,
@@ -362,7 +362,7 @@ class Client:
     ) -> OrderPlacement:
         """Place a previewed multi-leg option order with the preview's ``conf_num``."""
         return self._run(
-            self._async.place_options_order(
+            self._async.place_multileg_order(
                 acct,
                 underlying,
                 legs,
@@ -375,9 +375,9 @@ class Client:
             )
         )
 
-    def preview_cancel(self, conf_num: str, acct: str, action_code: str) -> CancelPreview:
+    def preview_cancel_order(self, conf_num: str, acct: str, action_code: str) -> CancelPreview:
         """Say what canceling an order would do."""
-        return self._run(self._async.preview_cancel(conf_num, acct, action_code))
+        return self._run(self._async.preview_cancel_order(conf_num, acct, action_code))
 
     def cancel_order(self, conf_num: str, acct: str, action_code: str) -> CancelResult:
         """Cancel a working order."""
@@ -432,9 +432,9 @@ class Client:
         """Lift the kill switch (live trading stays off)."""
         return self._run(self._async.resume())
 
-    def safety(self) -> SafetyState:
+    def get_safety(self) -> SafetyState:
         """Report the kill switch, the live switch, the risk limits and their usage."""
-        return self._run(self._async.safety())
+        return self._run(self._async.get_safety())
 
     # --- market data and streams --------------------------------------------------------------------------------
 

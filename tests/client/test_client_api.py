@@ -32,7 +32,7 @@ from tests.fakes.keyring import InMemoryKeyring
 
 
 async def individual(api: AsyncClient) -> str:
-    accounts = await api.get_accounts()
+    accounts = await api.list_accounts()
     return next(a.acct_num for a in accounts if a.acct_type is AccountType.INDIVIDUAL)
 
 
@@ -41,7 +41,7 @@ async def test_answers_are_the_services_own_models(start_service) -> None:
     async with AsyncClient(service.base_url, service.api_key) as api:
         status = await api.login("trader", "paper-pass")
         assert isinstance(status, SessionStatus) and status.state is SessionState.LOGGED_IN
-        accounts = await api.get_accounts()
+        accounts = await api.list_accounts()
         assert accounts and all(isinstance(a, Account) for a in accounts)
         acct = await individual(api)
         positions = await api.get_positions(acct)
@@ -51,8 +51,8 @@ async def test_answers_are_the_services_own_models(start_service) -> None:
         quotes = await api.get_quotes(["aapl", "NOSUCHSYM"])
         assert [q.symbol for q in quotes.quotes] == ["AAPL"] and isinstance(quotes.quotes[0], Quote)
         assert quotes.unknown == ["NOSUCHSYM"]
-        assert (await api.health()).broker == "paper"
-        assert (await api.session()).state is SessionState.LOGGED_IN
+        assert (await api.get_health()).broker == "paper"
+        assert (await api.get_auth_status()).state is SessionState.LOGGED_IN
         assert service.api_key not in repr(api)
 
 
@@ -60,12 +60,12 @@ async def test_errors_carry_the_envelopes_code_status_details_and_request_id(sta
     service = await start_service()
     async with AsyncClient(service.base_url, "wrong-key-0123456789abcdef") as intruder:
         with pytest.raises(AuthenticationError) as refused:
-            await intruder.get_accounts()
+            await intruder.list_accounts()
         assert refused.value.code == "API_KEY_INVALID" and refused.value.status == 403
         assert "wrong-key" not in str(refused.value)
     async with AsyncClient(service.base_url, service.api_key) as api:
         with pytest.raises(AuthenticationError) as no_session:
-            await api.get_accounts()
+            await api.list_accounts()
         assert no_session.value.code == "AUTH_REQUIRED" and no_session.value.status == 401
         await api.login("trader", "paper-pass")
         with pytest.raises(NotFoundError) as missing:
@@ -89,14 +89,14 @@ async def test_preview_and_place_places_nothing_when_declined_and_is_refused_in_
     async with AsyncClient(service.base_url, service.api_key) as api:
         await api.login("trader", "paper-pass")
         acct = await individual(api)
-        before = await api.get_orders(acct)
+        before = await api.get_order_status(acct)
         declined = await api.preview_and_place(acct, "AAPL", "B", 1, confirm=lambda p: False, show=shown.append)
         assert declined is None and len(shown) == 1 and shown[0].symbol == "AAPL" and shown[0].qty == 1
         with pytest.raises(TradingDisabledError) as dry_run:
             await api.preview_and_place(acct, "AAPL", "B", 1, confirm=lambda p: True, show=shown.append)
         assert dry_run.value.code == "LIVE_TRADING_DISABLED" and dry_run.value.status == 403
         assert len(shown) == 2 and shown[1].conf_num != shown[0].conf_num
-        assert len(await api.get_orders(acct)) == len(before), "nothing was placed"
+        assert len(await api.get_order_status(acct)) == len(before), "nothing was placed"
 
 
 async def test_preview_and_place_places_the_previewed_order_when_live(start_service, capsys) -> None:
@@ -115,7 +115,7 @@ async def test_preview_and_place_places_the_previewed_order_when_live(start_serv
         assert placed.status in (OrderStatus.OPEN, OrderStatus.FILLED)
         printed = capsys.readouterr().out
         assert f"Preview {asked[0]}" in printed and "AAPL" in printed and "est. cost" in printed
-        orders = await api.get_orders(acct)
+        orders = await api.get_order_status(acct)
         assert any(o.id_detail.conf_num == placed.conf_num and o.order_detail.qty == 2 for o in orders)
 
 
@@ -125,7 +125,7 @@ async def test_the_sync_client_gives_the_same_models_and_errors(start_service) -
     def script() -> tuple[list[Position], str, OrderPlacement | None]:
         with Client(service.base_url, service.api_key) as api:
             api.login("trader", "paper-pass")
-            acct = next(a.acct_num for a in api.get_accounts() if a.acct_type is AccountType.INDIVIDUAL)
+            acct = next(a.acct_num for a in api.list_accounts() if a.acct_type is AccountType.INDIVIDUAL)
             positions = api.get_positions(acct)
             try:
                 api.cancel_order("NOSUCHORDER", acct, "B")
@@ -155,7 +155,7 @@ async def test_the_key_is_found_in_the_data_dirs_file_where_the_service_keeps_it
         environ = {"FTSERVICE_DATA_DIR": str(settings.data_dir)}
         found = find_api_key(environ)  # the tests' keyring backend fails, like a machine without a keychain
         async with AsyncClient(runtime.url, found) as api:
-            assert (await api.session()).state is SessionState.LOGGED_OUT
+            assert (await api.get_auth_status()).state is SessionState.LOGGED_OUT
     finally:
         await runtime.stop()
 
@@ -187,11 +187,11 @@ async def test_the_kill_switch_halts_refuses_orders_with_its_code_and_resumes(st
         working = await api.place_equity_order(acct, "AAPL", "B", 1, "L", conf_num=resting.conf_num, limit_price=below)
         outcome = await api.halt("client test")
         assert outcome.live_was_on and working.conf_num in {order.conf_num for order in outcome.canceled}
-        state = await api.safety()
+        state = await api.get_safety()
         assert state.halt.halted and state.halt.reason == "client test" and state.halt.by == "api"
         with pytest.raises(TradingDisabledError) as halted:
             await api.preview_equity_order(acct, "AAPL", "B", 1)
         assert halted.value.code == "TRADING_HALTED" and halted.value.status == 409
         lifted = await api.resume()
-        assert lifted.halted is True and (await api.safety()).halt.halted is False
+        assert lifted.halted is True and (await api.get_safety()).halt.halted is False
         assert isinstance(await api.preview_equity_order(acct, "AAPL", "B", 1), OrderPreview)

@@ -8,7 +8,7 @@ import sys
 
 from pydantic import BaseModel
 
-from ftdesk.client import models
+from ftdesk.client import AsyncClient, Client, models
 from ftdesk.client.discovery import API_KEY_ENTRY, KEYCHAIN_SERVICE
 from ftdesk.service import keys
 from ftdesk.service.routes.health import Health
@@ -46,3 +46,41 @@ def test_the_mirrored_answers_have_the_services_fields() -> None:
 def test_the_key_is_looked_up_where_the_service_stores_it() -> None:
     assert (KEYCHAIN_SERVICE, API_KEY_ENTRY) == (keys.KEYCHAIN_SERVICE, keys.API_KEY_ENTRY)
     assert API_KEY_ENTRY == keys.API_KEY_FILE_NAME
+
+
+CLIENT_OPERATIONS = (
+    ("get_health", "get", "/api/v1/health"),
+    ("login", "post", "/api/v1/auth/login"),
+    ("logout", "post", "/api/v1/auth/logout"),
+    ("get_auth_status", "get", "/api/v1/auth/status"),
+    ("list_accounts", "get", "/api/v1/accounts"),
+    ("get_account", "get", "/api/v1/accounts/{acct}"),
+    ("get_positions", "get", "/api/v1/accounts/{acct}/positions"),
+    ("get_balances", "get", "/api/v1/accounts/{acct}/balances"),
+    ("get_transactions", "get", "/api/v1/accounts/{acct}/transactions"),
+    ("get_order_status", "get", "/api/v1/orders/status"),
+    ("get_order_detail", "get", "/api/v1/orders/{order_id}/detail"),
+    ("preview_equity_order", "post", "/api/v1/orders/equity/preview"),
+    ("place_equity_order", "post", "/api/v1/orders/equity/place"),
+    ("preview_option_order", "post", "/api/v1/orders/option/preview"),
+    ("place_option_order", "post", "/api/v1/orders/option/place"),
+    ("preview_multileg_order", "post", "/api/v1/orders/options/preview"),
+    ("place_multileg_order", "post", "/api/v1/orders/options/place"),
+    ("preview_cancel_order", "post", "/api/v1/orders/{conf_num}/cancel/preview"),
+    ("cancel_order", "post", "/api/v1/orders/{conf_num}/cancel"),
+    ("halt", "post", "/api/v1/safety/halt"),
+    ("resume", "post", "/api/v1/safety/resume"),
+    ("get_safety", "get", "/api/v1/safety"),
+    ("get_quotes", "get", "/api/v1/market-data/quotes"),
+    ("stream_quotes", "get", "/api/v1/streaming/quotes"),
+    ("stream_events", "get", "/api/v1/streaming/events"),
+)
+
+
+async def test_client_methods_are_named_after_the_operations_they_call(start_service) -> None:
+    service = await start_service()
+    async with service.http.get(service.url("/docs/openapi.json")) as response:
+        spec = await response.json()
+    for name, method, path in CLIENT_OPERATIONS:
+        assert spec["paths"][path][method]["operationId"] == name
+        assert callable(getattr(AsyncClient, name)) and callable(getattr(Client, name))

@@ -47,7 +47,7 @@ async def test_the_event_iterator_resumes_after_a_drop_without_losing_or_repeati
         AsyncClient(service.base_url, service.api_key) as api,  # the orders do not go through the cut network
     ):
         await api.login("trader", "paper-pass")
-        acct = next(a.acct_num for a in await api.get_accounts() if a.acct_type is AccountType.INDIVIDUAL)
+        acct = next(a.acct_num for a in await api.list_accounts() if a.acct_type is AccountType.INDIVIDUAL)
 
         async def read() -> None:
             async for frame in listener.stream_events():
@@ -98,7 +98,7 @@ async def test_the_event_iterator_takes_the_new_ids_of_a_restarted_service(start
             async with AsyncClient(first_run.base_url, first_run.api_key) as api:
                 await wait_until(lambda: first_run.context.events.status().consumers != [])
                 await api.login("trader", "paper-pass")
-                acct = next(a.acct_num for a in await api.get_accounts() if a.acct_type is AccountType.INDIVIDUAL)
+                acct = next(a.acct_num for a in await api.list_accounts() if a.acct_type is AccountType.INDIVIDUAL)
                 await buy_at_market(api, acct)
                 await buy_at_market(api, acct)
             before_restart = first_run.context.events.last_event_id
@@ -132,7 +132,7 @@ async def test_the_event_iterator_starts_after_a_given_id(start_service) -> None
     service = await start_service(clock=ManualClock(), live_trading="true")
     async with AsyncClient(service.base_url, service.api_key, reconnect_delays=FAST_RECONNECT) as api:
         await api.login("trader", "paper-pass")
-        acct = next(a.acct_num for a in await api.get_accounts() if a.acct_type is AccountType.INDIVIDUAL)
+        acct = next(a.acct_num for a in await api.list_accounts() if a.acct_type is AccountType.INDIVIDUAL)
         await buy_at_market(api, acct)
         await buy_at_market(api, acct)
         last = service.context.events.last_event_id
