@@ -1,21 +1,25 @@
 """Measure ftdesk's Fidelity mode next to a direct aiohttp client of the same fake upstream, in one run.
 
 Three processes, as in real use: the fake Fidelity upstream (``tests/fakes/fidelity_server.py``, with
-``latency`` seconds added to every answer), ftdesk (``FTSERVICE_BROKER=fidelity`` routed to the fake,
-logged in through the API) and a client process that runs 1, 10 or 50 clients, each calling in a loop
-for ``--seconds``. Two workloads: positions alone, and a mix of four reads (positions, balances, option
-summary, history) each client walks in turn. Three ways to call:
+``latency`` seconds added to every answer, and the fake AppSync behind it, so BEPS configures itself at
+login and account events are live, as with the real upstream; ``--no-beps`` leaves it out), ftdesk
+(``FTSERVICE_BROKER=fidelity`` routed to the fake, logged in through the API) and a client process that
+runs 1, 10 or 50 clients, each calling in a loop for ``--seconds``.
+Two workloads: positions alone, and a mix of four reads (positions, balances, option
+summary, history) each client walks in turn. Three ways to call (four with ``--bare-proxy``):
 
 * ``ftdesk``: the public API (``GET /api/v1/accounts/{acct}/...``);
 * ``direct``: the same upstream requests ftdesk sends (replayed from what the fake recorded), from one
   aiohttp session with keep-alive: the upstream's own speed;
 * ``direct, 1 conn/call``: the same, with a new connection for every call (what a service that opens one
-  upstream connection per call, without sharing, gets).
+  upstream connection per call, without sharing, gets);
+* ``bare proxy`` (``--bare-proxy``): an aiohttp handler in ftdesk's process that forwards each call to the
+  fake over one keep-alive session and returns the bytes: the least any service in this stack can cost.
 
 For each: calls/s, p50 and p99 latency, and upstream calls per client call (from the fake's counter).
 The goals of issue 17 are checked and printed; nothing asserts (the machine is shared and noisy).
 
-    .venv/bin/python bench/fidelity.py [--seconds 3] [--latencies 0,100] [--clients 1,10,50]
+    .venv/bin/python bench/fidelity.py [--seconds 3] [--latencies 0,100] [--clients 1,10,50] [--no-beps]
 """
 
 from __future__ import annotations
@@ -52,22 +56,33 @@ FAKE = r"""
 import asyncio, json, sys
 sys.path.insert(0, sys.argv[1])
 from aiohttp import web
+from ftdesk.domain.clock import SystemClock
+from tests.fakes.appsync_server import FakeAppSync
 from tests.fakes.fidelity_server import FakeFidelity
 
 class BenchFake(FakeFidelity):
     async def _dispatch(self, request):
         if request.match_info["host"] == "_bench":  # what the bench reads: calls and the last request per path
             last = {r.path: {"method": r.method, "host": r.host, "body": r.body} for r in self.requests[-200:]}
-            return web.json_response({"calls": sum(self.hits.values()), "last": last, "atc": self.current_atc()})
+            hits = dict(self.hits)
+            return web.json_response({"calls": sum(hits.values()), "hits": hits, "last": last, "atc": self.current_atc()})
         return await super()._dispatch(request)
 
 async def main():
-    fake = BenchFake(username="trader", password="correct-horse")
+    # BEPS behind the fake (its token endpoint issues tokens), kept alive for an hour without "ka" messages.
+    # On the system clock, as ftdesk's: a token's expiry is then in the future for ftdesk too.
+    live = sys.argv[3] == "1"
+    appsync = FakeAppSync(token="bench", connection_timeout_ms=3_600_000, clock=SystemClock()) if live else None
+    fake = BenchFake(username="trader", password="correct-horse", appsync=appsync)
     fake.latency = float(sys.argv[2]) / 1000
+    if appsync is not None:
+        await appsync.start()
     await fake.start()
     print(fake.base_url, flush=True)
     await asyncio.get_running_loop().run_in_executor(None, sys.stdin.read)  # until the bench closes stdin
     await fake.close()
+    if appsync is not None:
+        await appsync.close()
 
 asyncio.run(main())
 """
@@ -103,13 +118,14 @@ asyncio.run(main(json.loads(sys.stdin.read())))
 """
 
 
-async def _fake_process(latency_ms: float) -> tuple[asyncio.subprocess.Process, str]:
+async def _fake_process(latency_ms: float, beps: bool = True) -> tuple[asyncio.subprocess.Process, str]:
     proc = await asyncio.create_subprocess_exec(
         sys.executable,
         "-c",
         FAKE,
         str(ROOT),
         str(latency_ms),
+        "1" if beps else "0",
         stdin=asyncio.subprocess.PIPE,
         stdout=asyncio.subprocess.PIPE,
     )
@@ -149,8 +165,50 @@ def _summary(results: list[dict[str, Any]], upstream_calls: int) -> dict[str, An
     }
 
 
+async def _events_live(url: str, auth: dict[str, str]) -> bool:
+    """Wait up to 10 s for ftdesk's account-event stream to be live; say whether it is."""
+    import aiohttp
+
+    async with aiohttp.ClientSession(headers=auth) as http:
+        for _ in range(200):
+            async with http.get(url + "/api/v1/streaming/status") as response:
+                if (await response.json())["data"]["beps"]["live"]:
+                    return True
+            await asyncio.sleep(0.05)
+    return False
+
+
+async def _bare_proxy(upstream: dict[str, dict[str, Any]], headers: dict[str, str], atc: str) -> tuple[Any, Any, str]:
+    """Start an aiohttp pass-through to the fake in this process; return its session, runner and base URL."""
+    import aiohttp
+    from aiohttp import web
+
+    session = aiohttp.ClientSession(headers=headers, cookies={"ATC": atc})
+
+    async def forward(request: web.Request) -> web.Response:
+        call = upstream[request.match_info["name"]]
+        async with session.request(call["method"], call["url"], json=call["body"]) as response:
+            body = await response.read()
+        return web.Response(body=body, status=response.status, content_type="application/json")
+
+    app = web.Application()
+    app.router.add_get("/p/{name}", forward)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    return session, runner, f"http://127.0.0.1:{runner.addresses[0][1]}"
+
+
 async def run(
-    seconds: float, latencies: list[float], clients: list[int], rounds: int, env: dict[str, str]
+    seconds: float,
+    latencies: list[float],
+    clients: list[int],
+    rounds: int,
+    env: dict[str, str],
+    *,
+    beps: bool = True,
+    bare_proxy: bool = False,
 ) -> list[dict[str, Any]]:
     """Run every combination; return one row per (latency, workload, clients, mode)."""
     from ftdesk.app import ServiceRuntime
@@ -160,7 +218,7 @@ async def run(
 
     rows: list[dict[str, Any]] = []
     for latency in latencies:
-        fake_proc, base_url = await _fake_process(latency)
+        fake_proc, base_url = await _fake_process(latency, beps)
         with tempfile.TemporaryDirectory() as data_dir:
             settings = load_settings(
                 {
@@ -184,6 +242,8 @@ async def run(
                 for _, path in READS.values():  # warm up, and let the fake record each upstream request
                     async with http.get(runtime.url + path) as response:
                         assert response.status == 200, await response.text()
+            live = await _events_live(runtime.url, auth)
+            print(f"  {latency:g} ms: account events {'live (BEPS)' if live else 'NOT live'}", flush=True)
             state = await _fake_state(base_url)
             upstream = {}
             for name, (upstream_path, _) in READS.items():
@@ -191,6 +251,7 @@ async def run(
                 url = f"{base_url}/{recorded['host']}{upstream_path}"
                 upstream[name] = {"method": recorded["method"], "url": url, "body": recorded["body"]}
             data_headers = {"AppId": "AP149323", "Accept": "application/json"}
+            proxy = await _bare_proxy(upstream, data_headers, state["atc"]) if bare_proxy else None
             for workload, names in WORKLOADS.items():
                 for count in clients:
                     modes = {
@@ -213,6 +274,13 @@ async def run(
                             "force_close": True,
                         },
                     }
+                    if proxy is not None:
+                        modes["bare proxy"] = {
+                            "calls": [{"method": "GET", "url": f"{proxy[2]}/p/{n}", "body": None} for n in names],
+                            "headers": {},
+                            "cookies": {},
+                            "force_close": False,
+                        }
                     results: dict[str, list[dict[str, Any]]] = {mode: [] for mode in modes}
                     upstream_calls = dict.fromkeys(modes, 0)
                     for _ in range(rounds):  # interleaved, so a change in the machine's load hits every mode
@@ -225,6 +293,9 @@ async def run(
                         row.update(latency=latency, workload=workload, clients=count, mode=mode)
                         rows.append(row)
                         _print_row(row)
+            if proxy is not None:
+                await proxy[0].close()
+                await proxy[1].cleanup()
             await runtime.stop()
         assert fake_proc.stdin is not None
         fake_proc.stdin.close()
@@ -255,6 +326,10 @@ def _goals(rows: list[dict[str, Any]]) -> None:
             ratio = ours["rate"] / direct["rate"]
             verdict = "met" if ratio >= goal else "MISSED"
             print(f"  one sequential client at {latency:g} ms: {ratio:.2f} of direct (goal >= {goal}) {verdict}")
+            bare = find(latency, "positions", 1, "bare proxy")
+            if bare:
+                floor = bare["rate"] / direct["rate"]
+                print(f"    (a bare aiohttp pass-through in the same run: {floor:.2f} of direct)")
     ours, naive = find(100.0, "mixed 4 reads", 10, "ftdesk"), find(100.0, "mixed 4 reads", 10, "direct, 1 conn/call")
     if ours and naive:
         ratio = ours["rate"] / naive["rate"]
@@ -276,6 +351,10 @@ def main() -> None:
     parser.add_argument(
         "--read-share", help="FTSERVICE_FIDELITY_READ_SHARE for ftdesk (0: share only reads in flight)", default=None
     )
+    parser.add_argument(
+        "--no-beps", action="store_true", help="no fake AppSync: account events never live (no answer is reused)"
+    )
+    parser.add_argument("--bare-proxy", action="store_true", help="also measure a bare aiohttp pass-through")
     args = parser.parse_args()
     logging.disable(logging.INFO)  # measure the path, not the terminal
     latencies = [float(x) for x in args.latencies.split(",")]
@@ -285,7 +364,11 @@ def main() -> None:
     env = {} if args.read_share is None else {"FTSERVICE_FIDELITY_READ_SHARE": args.read_share}
     if env:
         print(f"ftdesk with {env}")
-    rows = asyncio.run(run(args.seconds, latencies, clients, args.rounds, env))
+    print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}", flush=True)
+    rows = asyncio.run(
+        run(args.seconds, latencies, clients, args.rounds, env, beps=not args.no_beps, bare_proxy=args.bare_proxy)
+    )
+    print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     _goals(rows)
 
 

@@ -275,13 +275,15 @@ SETTINGS: tuple[SettingSpec, ...] = (
     ),
     SettingSpec(
         "fidelity_read_share",
-        0.0,
+        1.0,
         float_parser(0, 10),
-        "Seconds a Fidelity answer also answers identical reads after it arrives (while reads take 25 ms or more). "
-        "Default 0: identical reads share only a call already in flight, so positions, balances and order status "
-        "are never older than the read that asked (a trader must not miss a fill). Opt in (e.g. 1) when many "
-        "clients poll the same data; such answers carry an Age header, and any write (an order, a cancel) ends "
-        "the sharing. Reference data (holiday calendar, available markets, symbol search) has its own windows.",
+        "Longest a Fidelity account answer (positions, balances, option summary, lots, history, order status) "
+        "also answers identical reads, and only while ftdesk can prove it current: the account-event stream "
+        "(BEPS) is live and no account event (a fill, an order status, a cancel) and no write (an order, a "
+        "cancel) came since it was fetched; any event or write drops kept answers at once. Without live events "
+        "only identical reads in flight share a call. Such answers carry an Age header. 0 = never reuse an "
+        "answer once it has arrived. Reference data (holiday calendar, available markets, symbol search) has its "
+        "own windows.",
         "0-10",
     ),
     SettingSpec(

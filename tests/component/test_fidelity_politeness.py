@@ -258,45 +258,22 @@ async def test_the_screener_token_is_reused_until_it_expires(
     assert fake.hits[SAML] == 3 and fake.hits[SCAN] == 6
 
 
-async def test_an_answer_serves_identical_reads_for_a_second_and_a_write_ends_that(
+async def test_without_live_account_events_a_slow_answer_is_not_reused(
     make_broker: Callable[..., FidelityBroker], fake: FakeFidelity, clock: WatchedClock
 ) -> None:
-    broker = make_broker(read_share=1.0)  # opted in: the default shares only reads in flight
+    broker = make_broker(read_share=1.0)  # a window, but no account-event stream runs to prove answers current
     await broker.session.login(credentials())
+    before = fake.hits[POSITIONS]
+    fake.hold(POSITIONS)
+    read = asyncio.create_task(broker.accounts.get_positions(p.MARGIN))
+    async with asyncio.timeout(5):
+        while fake.hits[POSITIONS] == before:  # noqa: ASYNC110 - the fake has no arrival event
+            await asyncio.sleep(0.001)
+    await clock.advance(0.4)  # the upstream takes this long: far enough to keep answers, were events live
+    fake.release(POSITIONS)
+    await read
+    assert not broker.event_watch.live
 
-    async def slow_read(seconds: float) -> None:
-        before = fake.hits[POSITIONS]
-        fake.hold(POSITIONS)
-        read = asyncio.create_task(broker.accounts.get_positions(p.MARGIN))
-        async with asyncio.timeout(5):
-            while fake.hits[POSITIONS] == before:  # noqa: ASYNC110 - the fake has no arrival event
-                await asyncio.sleep(0.001)
-        await clock.advance(seconds)  # the upstream takes this long
-        fake.release(POSITIONS)
-        await read
-
-    await slow_read(0.4)  # reads now take 0.12 s on average: far enough to share
-    hits = fake.hits[POSITIONS]
-    await clock.advance(0.9)
-    await broker.accounts.get_positions(p.MARGIN)  # 0.9 s after the answer arrived: that answer
-    await broker.accounts.get_balances(p.MARGIN)  # another read is asked for
-    assert fake.hits[POSITIONS] == hits and fake.hits[BALANCES] == 1
     await clock.advance(0.1)
-    await broker.accounts.get_positions(p.MARGIN)  # 1 s after: asked again
-    assert fake.hits[POSITIONS] == hits + 1
-
-    await clock.advance(1.0)
-    await slow_read(0.4)
-    await broker.research.create_note(NoteDraft(note="n", symbol="SPY", title="t"))
-    await broker.accounts.get_positions(p.MARGIN)  # a write came in between: asked again
-    assert fake.hits[POSITIONS] == hits + 3
-
-
-async def test_answers_of_a_quick_upstream_are_not_kept(
-    make_broker: Callable[..., FidelityBroker], fake: FakeFidelity
-) -> None:
-    broker = make_broker(read_share=1.0)  # even with a share window
-    await broker.session.login(credentials())
-    for _ in range(3):
-        await broker.accounts.get_positions(p.MARGIN)  # the clock does not move: the answers take no time
-    assert fake.hits[POSITIONS] == 3
+    await broker.accounts.get_positions(p.MARGIN)
+    assert fake.hits[POSITIONS] == before + 2  # asked again: nothing proves the first answer still current

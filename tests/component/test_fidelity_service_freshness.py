@@ -1,9 +1,11 @@
 """How fresh Fidelity answers are, as a script sees them through the running service.
 
-Account reads are never older than the read that asked (only identical reads in flight share one upstream
-call) unless the trader opts into a window; reference data comes from the cache and says so with
-``Cache-Control`` and ``Age``; a level-2 book leaves the upstream once its last consumer is gone and the
-unsubscribe delay has passed. Service and fakes share a hand-driven clock.
+An account answer serves identical reads for up to a second only while ftdesk can prove it current: BEPS
+(the fake AppSync) is live and no account event and no write came since; the reused answer says so with
+``Age``. Any event or write drops it; with BEPS down every read reaches the upstream (identical reads in
+flight still share one call). Reference data comes from the cache and says so with ``Cache-Control`` and
+``Age``; a level-2 book leaves the upstream once its last consumer is gone and the unsubscribe delay has
+passed. Service and fakes share a hand-driven clock.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from typing import Any
 import pytest
 from multidict import CIMultiDictProxy
 
+from ftdesk.brokers.fidelity.broker import FidelityBroker
 from ftdesk.service.streaming_state import StreamingOptions
 from tests.component.test_fidelity_politeness import WatchedClock
 from tests.component.test_fidelity_service import open_sse
@@ -23,12 +26,24 @@ from tests.fakes import fidelity_payloads as payloads
 from tests.fakes.appsync_server import BEPS_HOST, STREAM_URL_TEMPLATE, FakeAppSync
 from tests.fakes.fidelity_server import FakeFidelity
 from tests.fakes.mdds_server import FakeMdds
+from tests.fakes.waiting import wait_until
 
 API = "/api/v1"
 POSITIONS_PATH = f"{API}/accounts/{payloads.MARGIN}/positions"
 POSITIONS = "/ftgw/dp/position/v2"
 HOLIDAYS = "/ftgw/dpdirect/market/holidaycalendar/v1"
 BEPS_TOKEN = "beps-jwt-for-tests"
+
+NOTES_PATH = f"{API}/research/notebooks"
+TSLA = {
+    "symbol": "TSLA",
+    "securityType": "Equity",
+    "securityDescription": "TESLA INC",
+    "quantity": 2.0,
+    "priceDetail": {"lastPrice": 250.0},
+    "marketValDetail": {"marketVal": 500.0},
+    "costBasisDetail": {"costBasis": 500.0},
+}
 
 Started = tuple[RunningService, FakeFidelity, FakeMdds, WatchedClock]
 StartFidelity = Callable[..., Coroutine[Any, Any, Started]]
@@ -105,32 +120,108 @@ async def slow_positions(
     return headers, body
 
 
-async def test_positions_read_200_ms_apart_both_reach_the_upstream_by_default(start_fidelity: StartFidelity) -> None:
+def watch_of(service: RunningService) -> FidelityBroker:
+    """Return the service's Fidelity broker (its ``event_watch`` says whether account events are live)."""
+    broker = service.context.broker
+    assert isinstance(broker, FidelityBroker)
+    return broker
+
+
+async def beps_live(service: RunningService) -> None:
+    """Return once the account-event stream (BEPS on the fake AppSync) is being read."""
+    await wait_until(lambda: watch_of(service).event_watch.live)
+
+
+def symbols(body: dict[str, Any]) -> list[str]:
+    return [position["symbol"] for position in body["data"]]
+
+
+async def test_while_beps_is_live_a_read_100_ms_later_gets_the_kept_answer_with_its_age(
+    start_fidelity: StartFidelity,
+) -> None:
     service, fake, _, clock = await start_fidelity()
-    first, _ = await slow_positions(service, fake, clock)
-    assert "Cache-Control" not in first  # not kept for anyone else either
-    hits = fake.hits[POSITIONS]
-
-    await clock.advance(0.2)
-    status, headers, body = await get(service, POSITIONS_PATH)
-
-    assert status == 200, body
-    assert fake.hits[POSITIONS] == hits + 1  # asked again: a fill in those 200 ms would show
-    assert "Age" not in headers and "Cache-Control" not in headers
-
-
-async def test_opting_into_a_share_window_serves_the_second_read_with_its_age(start_fidelity: StartFidelity) -> None:
-    service, fake, _, clock = await start_fidelity(fidelity_read_share="1")
+    await beps_live(service)
     kept, first = await slow_positions(service, fake, clock)
     assert kept["Cache-Control"] == "max-age=1"  # fresh, and kept for a second
     hits = fake.hits[POSITIONS]
 
-    await clock.advance(0.2)
+    await clock.advance(0.1)
     status, headers, body = await get(service, POSITIONS_PATH)
 
     assert status == 200 and body["data"] == first["data"]
-    assert fake.hits[POSITIONS] == hits  # the answer of 200 ms ago, and the headers say so
+    assert fake.hits[POSITIONS] == hits  # one upstream call for both reads
     assert headers["Age"] == "0" and headers["Cache-Control"] == "max-age=1"
+
+    await clock.advance(0.9)  # a second after it arrived: asked again
+    status, headers, _ = await get(service, POSITIONS_PATH)
+    assert status == 200 and fake.hits[POSITIONS] == hits + 1 and "Age" not in headers
+
+
+async def test_a_fill_event_drops_the_kept_answer_and_the_next_read_shows_the_fill(
+    start_fidelity: StartFidelity,
+) -> None:
+    service, fake, _, clock = await start_fidelity()
+    await beps_live(service)
+    _, first = await slow_positions(service, fake, clock)
+    assert "TSLA" not in symbols(first)
+    hits = fake.hits[POSITIONS]
+
+    fake.add_position(payloads.MARGIN, TSLA)  # the order fills upstream, and BEPS says so
+    appsync = fake.appsync
+    assert appsync is not None
+    event = {"eventId": "evt-1", "subscribeId": "ee629881ce0a8830", "eventType": "MFCEX", "message": "filled"}
+    assert await appsync.push(event) == 1
+    await wait_until(lambda: watch_of(service).event_watch.events == 1)
+    await clock.advance(0.1)
+    status, headers, body = await get(service, POSITIONS_PATH)
+
+    assert status == 200 and "TSLA" in symbols(body)
+    assert fake.hits[POSITIONS] == hits + 1 and "Age" not in headers
+
+
+async def test_a_write_drops_the_kept_answer(start_fidelity: StartFidelity) -> None:
+    service, fake, _, clock = await start_fidelity()
+    await beps_live(service)
+    await slow_positions(service, fake, clock)
+    hits = fake.hits[POSITIONS]
+
+    status, body = await service.call("POST", NOTES_PATH, json={"note": "n", "symbol": "SPY", "title": "t"})
+    assert status == 201, body
+    status, headers, _ = await get(service, POSITIONS_PATH)
+
+    assert status == 200 and fake.hits[POSITIONS] == hits + 1 and "Age" not in headers
+
+
+async def test_with_beps_down_every_read_reaches_the_upstream(start_fidelity: StartFidelity) -> None:
+    service, fake, _, clock = await start_fidelity()
+    await beps_live(service)
+    appsync = fake.appsync
+    assert appsync is not None
+    appsync.refuse(100)  # BEPS goes away and stays away (the hub retries after an hour of backoff)
+    await appsync.kill()
+    await wait_until(lambda: not watch_of(service).event_watch.live)
+
+    first, _ = await slow_positions(service, fake, clock)
+    assert "Cache-Control" not in first  # not kept for anyone else either
+    hits = fake.hits[POSITIONS]
+    await clock.advance(0.1)
+    status, headers, body = await get(service, POSITIONS_PATH)
+
+    assert status == 200, body
+    assert fake.hits[POSITIONS] == hits + 1  # asked again: a fill in those 100 ms would show
+    assert "Age" not in headers and "Cache-Control" not in headers
+
+
+async def test_while_beps_is_live_the_answers_of_a_quick_upstream_are_not_kept(
+    start_fidelity: StartFidelity,
+) -> None:
+    service, fake, _, _ = await start_fidelity()
+    await beps_live(service)
+    hits = fake.hits[POSITIONS]
+    for _ in range(3):  # the clock does not move: the answers take no time, so asking again costs nothing
+        status, headers, _ = await get(service, POSITIONS_PATH)
+        assert status == 200 and "Cache-Control" not in headers
+    assert fake.hits[POSITIONS] == hits + 3
 
 
 async def test_two_concurrent_identical_position_reads_reach_the_upstream_once(start_fidelity: StartFidelity) -> None:
@@ -188,7 +279,9 @@ async def test_openapi_documents_the_freshness_headers_of_the_cached_reads(start
     for path, max_age in documented.items():
         headers = paths[path]["get"]["responses"]["200"]["headers"]
         assert max_age in headers["Cache-Control"]["description"] and "Age" in headers
-    assert "headers" not in paths["/api/v1/accounts/{acct}/positions"]["get"]["responses"]["200"]
+    for path in ("/api/v1/accounts/{acct}/positions", "/api/v1/accounts/{acct}/balances", "/api/v1/orders/status"):
+        headers = paths[path]["get"]["responses"]["200"]["headers"]  # kept only while account events are live
+        assert "BEPS" in headers["Cache-Control"]["description"] and "Age" in headers
 
 
 async def test_a_book_leaves_the_upstream_after_the_unsubscribe_delay_once_its_last_consumer_is_gone(

@@ -102,6 +102,7 @@ class FakeFidelity:
         self.failures: dict[str, tuple[int, Any]] = {}  # path -> (status, JSON body) answered once
         self.pushbacks: dict[str, list[tuple[int, float | None]]] = {}  # path -> (status, Retry-After) to answer
         self.latency = 0.0
+        self.added_positions: dict[str, list[dict[str, Any]]] = {}  # acct -> positionDetails a fill added
         self._holds: dict[str, asyncio.Event] = {}
         self._runner: web.AppRunner | None = None
         self._port = 0
@@ -317,13 +318,27 @@ class FakeFidelity:
 
     # --- data (4.x) -----------------------------------------------------------------------------
 
+    def add_position(self, acct_num: str, detail: dict[str, Any]) -> None:
+        """Hold one more position in an account from now on (what a fill of a new symbol leaves)."""
+        self.added_positions.setdefault(acct_num, []).append(detail)
+
+    def _positions(self, acct_nums: list[str]) -> dict[str, Any]:
+        answer = p.positions(acct_nums)
+        for entry in answer["position"]["acctDetails"]["acctDetail"]:
+            added = self.added_positions.get(entry["acctNum"], [])
+            if added:
+                held = entry.get("positionDetails", {}).get("positionDetail", [])
+                entry["positionDetails"] = {"positionDetail": [*held, *added]}
+                entry["accountPositionCount"] = len(held) + len(added)
+        return answer
+
     def _data(self, path: str, body: dict[str, Any]) -> web.StreamResponse:
         today = self.today()
         parameter = (body.get("request") or {}).get("parameter") or {}
         parameters = (body.get("request") or {}).get("parameters") or {}
         answers = {
             "/ftgw/dp/customer-am-acctnxt/v2/accounts": lambda: p.ACCOUNTS,
-            "/ftgw/dp/position/v2": lambda: p.positions(_acct_nums(parameter)),
+            "/ftgw/dp/position/v2": lambda: self._positions(_acct_nums(parameter)),
             "/ftgw/dp/balance/detail/v2": lambda: p.balances(_acct_nums(parameter)),
             "/ftgw/dp/retail-am-optionsummary/v1/accounts/positions/option-summary/get": lambda: p.option_summary(
                 _acct_nums(parameter)[0]

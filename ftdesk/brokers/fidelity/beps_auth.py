@@ -41,6 +41,8 @@ DEFAULT_HOST = "spservice.fidelity.com"
 DEFAULT_STREAM_URL = f"wss://{DEFAULT_HOST}/graphql/realtime?header={{0}}&payload=e30="
 DEFAULT_TOKEN_LIFETIME = 600.0
 """Seconds a token is used when its answer says nothing about its lifetime."""
+MIN_RENEWAL = 30.0
+"""Seconds a token is used at least before the next is fetched, whatever its stated expiry."""
 
 TOKEN_KEYS = ("token", "accesstoken", "access_token", "authtoken", "auth_token", "jwt", "idtoken", "id_token")
 EXPIRES_IN_KEYS = ("expiresin", "expires_in", "ttl")
@@ -63,7 +65,9 @@ class BepsToken:
             return now + DEFAULT_TOKEN_LIFETIME
         remaining = self.expires_at - now
         margin = max(min(60.0, remaining / 2), remaining / 10)
-        return now + max(remaining - margin, 0.0)
+        # A token that already looks expired (a clock ahead of the upstream's) must not start a fetch loop:
+        # it is used until AppSync refuses it, and the hub's backoff spaces the reconnects from there.
+        return now + max(remaining - margin, MIN_RENEWAL)
 
 
 async def fetch_token(http: FidelityHttp, clock: Clock, url: str = TOKEN_URL) -> BepsToken:

@@ -1,7 +1,8 @@
 """The Fidelity brokerage behind the ``Broker`` protocol: one object per capability group, and the two streams.
 
 The groups share what they are given at construction: the login session (``FidelitySession``: the
-logged-in HTTP client with its answer sharing and reference cache, per login), the clock, and the accounts
+logged-in HTTP client with its answer sharing and reference cache, per login; account answers are reused
+only while the account-event feed, watched by ``EventWatch``, proves them current), the clock, and the accounts
 group (orders and market data check account numbers against its list). The politeness budgets and the
 upstream router belong to the broker, so a re-login loop never resets them. The broker itself keeps the
 lifecycle, the MDDS quote feed, the BEPS account-event feed (configured from each login) with its fills
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 from ftdesk.brokers.base import AccountEventFeed, QuoteFeed
 from ftdesk.brokers.fidelity.accounts import FidelityAccounts
+from ftdesk.brokers.fidelity.answer_reuse import EventWatch, WatchedFeed
 from ftdesk.brokers.fidelity.beps import BepsConfig
 from ftdesk.brokers.fidelity.beps_auth import TOKEN_URL, BepsToken, fetch_token
 from ftdesk.brokers.fidelity.beps_feed import BepsAccountEventFeed
@@ -54,11 +56,12 @@ class FidelityBroker:
             order_rate=config.order_rate,
             login_per_minute=config.login_per_minute,
         )
-        self._session = FidelitySession(config, self.router, clock, self.politeness)
+        # Live account events prove kept account answers current (answer_reuse): the feed tells the watch.
+        self.event_watch = EventWatch()
+        self._session = FidelitySession(config, self.router, clock, self.politeness, self.event_watch)
         # BEPS configures itself from each login (token endpoint, security context); FTSERVICE_BEPS_* override.
-        self._account_events: AccountEventFeed = account_events or BepsAccountEventFeed(
-            self.beps, router=self.router, clock=clock, login=self
-        )
+        feed = account_events or BepsAccountEventFeed(self.beps, router=self.router, clock=clock, login=self)
+        self._account_events: AccountEventFeed = WatchedFeed(feed, self.event_watch)
         # Fills and cancels from the alert history while BEPS is down (the account-event hub polls it).
         self._event_fallback = FillsFallback(self._session.require, clock, interval=fallback_interval)
         self._quote_feed: QuoteFeed = MddsQuoteFeed(cookies=self._session.cookies, router=self.router, clock=clock)

@@ -21,15 +21,17 @@ class FidelityConfig:
     """``FTSERVICE_FIDELITY_READ_CONCURRENCY``: distinct upstream reads in flight at once (identical ones share
     one call). About what a desktop app keeps open to one host; it bounds a flood of different reads
     without ever slowing one script's loop."""
-    read_share: float = 0.0
-    """``FTSERVICE_FIDELITY_READ_SHARE``: seconds an answer also serves identical reads after it arrives (while
-    reads take 25 ms or more on average, as they do from afar); 0 (the default) = only reads in flight share.
-    A trader reading positions, balances or an order's status expects what the account holds now: an answer
-    that was already on its way when the read came in is that; one that arrived before it is not, and nothing
-    tells the reader its fill is missing. So by default no account answer is served after it arrived. A script
-    polling from many clients at once can opt into a window (the desktop app refreshes about once a second);
-    such answers carry ``Age``, and any write (an order, a cancel) ends the sharing at once. Reference data has
-    its own freshness windows (``reference_cache``) whatever this says."""
+    read_share: float = 1.0
+    """``FTSERVICE_FIDELITY_READ_SHARE``: the longest an account answer (positions, balances, option summary,
+    lots, history, order status) also serves identical reads after it arrives, while ftdesk can prove it is
+    still current: the account-event stream (BEPS) is live and no account event (a fill, an order status, a
+    cancel, any event) and no write (an order, a cancel, any call that changes something) came since it was
+    fetched. Any event or write drops every kept answer at once; such answers carry ``Age``. Without a live
+    stream (BEPS down, even while the alerts fallback polls: a fill could take its 15 s to show) only
+    identical reads in flight share one call. Reads are also only kept while they take 25 ms or more on
+    average: a quicker upstream is simply asked again. The window stays short (1 s, about the desktop app's
+    refresh) because even a live stream lags the upstream a little. 0 = never reuse an answer that has
+    arrived. Reference data has its own freshness windows (``reference_cache``) whatever this says."""
     read_budget: float = 15.0
     """``FTSERVICE_FIDELITY_READ_BUDGET``: seconds one read may spend waiting for the budget and retrying
     before the caller gets 502 ``BROKER_ERROR`` (reason ``UPSTREAM_BUSY``), so a script is never left hanging."""

@@ -12,9 +12,11 @@ on the routed host) and turns what comes back into domain outcomes:
 
 Politeness (``politeness``): reads, writes and logins have budgets of their own; reads cost nothing
 until the upstream pushes back. Identical concurrent reads (GETs, and the POSTs that only read) share
-one upstream call; while reads take ``SHARE_MIN`` or more on average, an answer also answers identical
-reads for ``FidelityConfig.read_share`` seconds after it arrives (any write ends that: a write changes what
-reads answer), and reference data comes from ``reference_cache`` while fresh. A read answered 429,
+one upstream call. An account read's answer (``answer_reuse.ACCOUNT_READS``) also answers identical reads
+for up to ``FidelityConfig.read_share`` seconds after it arrives, but only while ftdesk can prove it is still
+current: the account-event stream is live and no event and no write came since it was fetched (any event
+or write drops every kept answer at once), and while reads take ``SHARE_MIN`` or more on average. Reference
+data comes from ``reference_cache`` while fresh. A read answered 429,
 502, 503 or 504, or cut off, is retried (tenacity, sleeping on the injected clock) with jittered backoff
 and at least the ``Retry-After`` asked for, within ``FidelityConfig.read_budget`` seconds; then the caller
 gets ``BrokerError`` with ``details.reason`` ``UPSTREAM_BUSY``. A write (place, cancel, any call that
@@ -40,6 +42,7 @@ from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, wai
 from yarl import URL
 
 from ftdesk.brokers.fidelity import values as v
+from ftdesk.brokers.fidelity.answer_reuse import EventWatch, account_read
 from ftdesk.brokers.fidelity.config import FidelityConfig
 from ftdesk.brokers.fidelity.politeness import Politeness, parse_retry_after
 from ftdesk.brokers.fidelity.reference_cache import ReferenceCache, freshness
@@ -65,8 +68,8 @@ RETRIED_STATUSES = frozenset({429, 502, 503, 504})
 _BACKOFF = wait_random_exponential(multiplier=0.25, max=4.0)  # full jitter: 0-0.25 s, 0-0.5 s, ... 0-4 s
 _RETRY_AFTER_JITTER = wait_random(0, 0.25)  # spreads callers told the same Retry-After
 SHARE_MIN = 0.025
-"""Answers are shared after they arrive only while reads take this long on average (``LATENCY_WEIGHT``): an
-upstream that answers quicker (a local one) is cheaper to ask again than an old answer is to serve."""
+"""Account answers are reused after they arrive only while reads take this long on average (``LATENCY_WEIGHT``):
+an upstream that answers quicker (a local one) is cheaper to ask again than a kept answer is worth keeping."""
 LATENCY_WEIGHT = 0.3
 """Weight of the newest read in the running average of read latency (one slow answer does not make a trend)."""
 
@@ -163,7 +166,14 @@ def _retry_wait(state: RetryCallState) -> float:
 class FidelityHttp:
     """One login session's HTTP client (see the module docstring)."""
 
-    def __init__(self, config: FidelityConfig, router: UpstreamRouter, clock: Clock, policy: Politeness) -> None:
+    def __init__(
+        self,
+        config: FidelityConfig,
+        router: UpstreamRouter,
+        clock: Clock,
+        policy: Politeness,
+        watch: EventWatch | None = None,
+    ) -> None:
         self._config = config
         self._router = router
         self._policy = policy
@@ -176,9 +186,13 @@ class FidelityHttp:
         )
         self._inflight: dict[tuple[str, str, str, Profile], asyncio.Task[UpstreamResponse]] = {}
         self._cache: ReferenceCache[UpstreamResponse] = ReferenceCache()
-        # Answers just received, shared with identical reads for read_share seconds.
+        # Account answers just received, reused for identical reads for read_share seconds while the watch
+        # proves them current (answer_reuse): its epoch moves on every account event and stream change.
         self._recent: ReferenceCache[UpstreamResponse] = ReferenceCache()
-        self._writes = 0  # a read that overlapped a write is not shared after it arrives
+        self._watch = watch or EventWatch()  # without a watch, never live: only reads in flight share
+        self._recent_epoch = self._watch.epoch
+        self._writes = 0  # moves when a write starts and when it ends: a read that overlapped one is not kept
+        self._writing = 0  # writes in flight
         self._latency = 0.0  # running average of read attempts' durations, seconds
         self.upstream_calls = 0
         self.screener_token: tuple[str, float] | None = None
@@ -242,7 +256,14 @@ class FidelityHttp:
         if not read and ttl is None:
             return await self._write(method, url, profile, payload, extra, request_id)
         key = (method, url, (payload or "") + json.dumps(sorted(extra.items())), profile)
-        kept = self._cache if ttl is not None else self._recent
+        if ttl is not None:
+            kept = self._cache
+        else:
+            kept = self._recent
+            watch = self._watch
+            if watch.epoch != self._recent_epoch or not watch.live:  # an event, or the stream changed
+                self._recent.clear()
+                self._recent_epoch = watch.epoch
         entry = kept.get(key, self._clock.monotonic())
         if entry is not None:
             report_served(self._clock.monotonic() - entry.stored_at, entry.ttl)
@@ -293,12 +314,17 @@ class FidelityHttp:
             await self._policy.writes.acquire()
         self._recent.clear()  # what a read answered before this write may no longer be true
         self._writes += 1
+        self._writing += 1
         try:
             response = await self._send(method, url, profile, payload, extra, request_id)
         except TimeoutError:
             raise self._timeout(url) from None
         except aiohttp.ClientError as exc:
             raise _unreachable(url, exc) from None
+        finally:
+            self._writing -= 1
+            self._writes += 1
+            self._recent.clear()  # nor what a read fetched while it was on its way
         self._note_pushback(response)
         return response
 
@@ -317,6 +343,7 @@ class FidelityHttp:
         what = f"{method} {url.partition('?')[0]}"
         attempts = 0
         writes = self._writes
+        epoch = self._watch.epoch
 
         async def once() -> UpstreamResponse:
             begun = self._clock.monotonic()
@@ -361,11 +388,24 @@ class FidelityHttp:
             now = self._clock.monotonic()
             if ttl is not None:
                 self._cache.put(key, response, now, ttl)
-            elif self._latency >= SHARE_MIN and self._config.read_share > 0 and writes == self._writes:
+            elif self._reusable(url, writes, epoch):
                 # Callers in a convoy (each waits for one read, then asks for the next) would otherwise wait
                 # a full upstream latency for every answer; with it, a loop over N reads waits once per window.
                 self._recent.put(key, response, now, self._config.read_share)
         return response
+
+    def _reusable(self, url: str, writes: int, epoch: int) -> bool:
+        """Say whether an account answer fetched since ``writes``/``epoch`` may serve later reads (docstring)."""
+        watch = self._watch
+        return (
+            self._config.read_share > 0
+            and watch.live
+            and watch.epoch == epoch  # no event, and the stream stayed up, while it was fetched
+            and writes == self._writes
+            and not self._writing
+            and self._latency >= SHARE_MIN
+            and account_read(url)
+        )
 
     async def _read_once(
         self, method: str, url: str, profile: Profile, payload: str | None, extra: dict[str, str], request_id: bool

@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import logging
 
+from ftdesk.brokers.fidelity.answer_reuse import EventWatch
 from ftdesk.brokers.fidelity.auth import SecurityContext, extend_session, log_in, log_out
 from ftdesk.brokers.fidelity.config import FidelityConfig
 from ftdesk.brokers.fidelity.http import FidelityHttp
@@ -27,12 +28,21 @@ log = logging.getLogger(__name__)
 class FidelitySession:
     """The login session (see the module docstring); the politeness budgets outlive it."""
 
-    def __init__(self, config: FidelityConfig, router: UpstreamRouter, clock: Clock, politeness: Politeness) -> None:
+    def __init__(
+        self,
+        config: FidelityConfig,
+        router: UpstreamRouter,
+        clock: Clock,
+        politeness: Politeness,
+        watch: EventWatch | None = None,
+    ) -> None:
         self._config = config
         self._router = router
         self._clock = clock
         # One set of budgets for the broker, not per login: a re-login loop must not reset them.
         self._politeness = politeness
+        # Whether account events are live (answer_reuse): it outlives logins, as the event stream does.
+        self._watch = watch or EventWatch()
         self._http: FidelityHttp | None = None
         self._login_lock = asyncio.Lock()
         self.security = SecurityContext()
@@ -42,7 +52,7 @@ class FidelitySession:
         async with self._login_lock:
             self._politeness.logins.take()  # refused at once when over budget: never a hang
             await self.close()
-            http = FidelityHttp(self._config, self._router, self._clock, self._politeness)
+            http = FidelityHttp(self._config, self._router, self._clock, self._politeness, self._watch)
             try:
                 # A re-login inside a read is not what the reader asked for: its cached security context
                 # must not label the read's answer as cached.

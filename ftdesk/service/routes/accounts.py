@@ -28,6 +28,7 @@ from ftdesk.domain.accounts import (
     ShortInsightSeries,
     Transaction,
 )
+from ftdesk.service.cache_headers import REUSED_ACCOUNT_READ_OPENAPI
 from ftdesk.service.routes.common import DateRangeQuery, IsoDate, SymbolsQuery, in_accounts, path_symbol
 from ftdesk.service.routing import Call, RouteTable
 
@@ -79,18 +80,26 @@ async def get_account(call: Call[None, None]) -> Account:
     response=list[Position],
     needs_session=True,
     errors=_ACCOUNT_ERRORS,
+    extra_openapi=REUSED_ACCOUNT_READ_OPENAPI,
 )
 async def get_positions(call: Call[None, None]) -> list[Position]:
     """List the account's holdings, stocks first then options; `quantity` is negative for a short position.
 
-    Market values sum to the balance's `long_market_value` minus `short_market_value`.
+    Market values sum to the balance's `long_market_value` minus `short_market_value`. In Fidelity mode, while
+    account events are live, an identical read within a second may get the same answer, marked with `Age`;
+    any fill, order event or order drops it, so it never lacks what the event stream has said.
     """
     acct = _acct(call)
     return await in_accounts(call, lambda accounts: accounts.get_positions(acct))
 
 
 @routes.get(
-    "/accounts/{acct}/balances", summary="Balances", response=Balance, needs_session=True, errors=_ACCOUNT_ERRORS
+    "/accounts/{acct}/balances",
+    summary="Balances",
+    response=Balance,
+    needs_session=True,
+    errors=_ACCOUNT_ERRORS,
+    extra_openapi=REUSED_ACCOUNT_READ_OPENAPI,
 )
 async def get_balances(call: Call[None, None]) -> Balance:
     """Return cash, market values and buying power of the account (margin fields are null on cash accounts)."""
@@ -105,6 +114,7 @@ async def get_balances(call: Call[None, None]) -> Balance:
     response=list[Transaction],
     needs_session=True,
     errors=_ACCOUNT_ERRORS,
+    extra_openapi=REUSED_ACCOUNT_READ_OPENAPI,
 )
 async def get_transactions(call: Call[None, DateRangeQuery]) -> list[Transaction]:
     """List the account's history between `start_date` and `end_date` (trade dates, inclusive), newest first.
@@ -122,6 +132,7 @@ async def get_transactions(call: Call[None, DateRangeQuery]) -> list[Transaction
     response=OptionsSummary,
     needs_session=True,
     errors=_ACCOUNT_ERRORS,
+    extra_openapi=REUSED_ACCOUNT_READ_OPENAPI,
 )
 async def get_options_summary(call: Call[None, None]) -> OptionsSummary:
     """Return the account's option positions grouped by underlying, with the strategy each group forms."""
@@ -136,6 +147,7 @@ async def get_options_summary(call: Call[None, None]) -> OptionsSummary:
     response=list[ClosedPosition],
     needs_session=True,
     errors=_ACCOUNT_ERRORS,
+    extra_openapi=REUSED_ACCOUNT_READ_OPENAPI,
 )
 async def get_closed_positions(call: Call[None, DateRangeQuery]) -> list[ClosedPosition]:
     """Return realised gain and loss per symbol for lots closed between `start_date` and `end_date` (inclusive)."""
@@ -162,6 +174,7 @@ async def get_loaned_securities(call: Call[None, None]) -> list[LoanedSecurity]:
     response=list[LotDetail],
     needs_session=True,
     errors=_ACCOUNT_ERRORS,
+    extra_openapi=REUSED_ACCOUNT_READ_OPENAPI,
 )
 async def get_tax_lots(call: Call[None, None]) -> list[LotDetail]:
     """List the lots a sale of this symbol could draw from, oldest first (empty when nothing is held)."""
@@ -206,6 +219,7 @@ async def get_hard_to_borrow(call: Call[None, SymbolsQuery]) -> list[HardToBorro
     response=list[LotDetail],
     needs_session=True,
     errors=_ACCOUNT_ERRORS,
+    extra_openapi=REUSED_ACCOUNT_READ_OPENAPI,
 )
 async def get_open_lots(call: Call[None, None]) -> list[LotDetail]:
     """List the open lots of a position, oldest first; their quantities add up to the position's.

@@ -15,6 +15,7 @@ from ftdesk.domain.orders import (
     StagedOrderResult,
     TradeAgreementResult,
 )
+from ftdesk.service.cache_headers import REUSED_ACCOUNT_READ_OPENAPI
 from ftdesk.service.orders_bodies import (
     AcctNum,
     StagedSaveBody,
@@ -58,13 +59,15 @@ class JournalQuery(DateRangeQuery):
     response=list[Order],
     needs_session=True,
     errors=(e.NotFound,),
+    extra_openapi=REUSED_ACCOUNT_READ_OPENAPI,
 )
 async def get_order_status(call: Call[None, OrderStatusQuery]) -> list[Order]:
     """List working orders and those entered in the last 30 days, newest first, of one account or all.
 
     Each order has `id_detail.conf_num`, `status_detail` (status, status_desc, cancelable_ind,
     replaceable_ind, quantities, average price) and `order_detail` (what was ordered). An unknown `acct` is
-    404 NOT_FOUND.
+    404 NOT_FOUND. In Fidelity mode, while account events are live, an identical read within a second may get the
+    same answer, marked with `Age`; any order event or order action drops it.
     """
     acct = call.query.acct
     return await in_orders(call, lambda orders: orders.get_order_status(acct))

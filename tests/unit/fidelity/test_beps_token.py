@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from ftdesk.brokers.fidelity.beps_auth import DEFAULT_TOKEN_LIFETIME, parse_token
+from ftdesk.brokers.fidelity.beps_auth import DEFAULT_TOKEN_LIFETIME, MIN_RENEWAL, parse_token
 from ftdesk.domain.errors import BrokerError
 from tests.fakes.clock import ANCHOR, ManualClock
 
@@ -50,6 +50,13 @@ def test_a_token_that_says_nothing_of_its_lifetime_is_renewed_on_the_default_per
     token = parse_token("opaque-token-value", clock)
     assert token.expires_at is None and token.lifetime_source == "unknown"
     assert token.renew_at(clock.monotonic()) == clock.monotonic() + DEFAULT_TOKEN_LIFETIME
+
+
+def test_a_token_that_already_looks_expired_is_not_renewed_at_once() -> None:
+    clock = ManualClock()  # this machine's clock runs ahead of the token endpoint's: exp is already past
+    token = parse_token(jwt({"exp": NOW - 3600}), clock)
+    # Renewing "now" would fetch token after token in a loop (one fetch and one connection each time).
+    assert token.renew_at(clock.monotonic()) == clock.monotonic() + MIN_RENEWAL
 
 
 @pytest.mark.parametrize(
