@@ -256,6 +256,12 @@ class OrderDesk:
     ) -> OrderPlacement:
         key = ticket.idempotency_key
         entry_id = await self._begin(ticket, preview=preview)
+        if self.guard is not None and self.guard.halted:
+            # A halt that began while the row was written wins: no place whose row is newer than the halt goes out.
+            self.previews.release(preview)
+            halted = self.guard.halted_error()
+            await self._finish(entry_id, Outcome.REFUSED, halted, key=key, response=None)
+            raise halted
 
         reached = False
 

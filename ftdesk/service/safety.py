@@ -155,13 +155,17 @@ class SafetyGuard:
 
     def check_not_halted(self) -> None:
         """Raise ``TradingHalted`` while the kill switch is on."""
+        if self._record.halt.halted:
+            raise self.halted_error()
+
+    def halted_error(self) -> TradingHalted:
+        """Return the refusal of a preview or place while the kill switch is on."""
         halt = self._record.halt
-        if halt.halted:
-            since = halt.since.isoformat(timespec="seconds") if halt.since else "unknown"
-            raise TradingHalted(
-                HALTED_MESSAGE.format(since=since, by=halt.by or "unknown"),
-                details={"halted_since": since, "halted_by": halt.by, "reason": halt.reason},
-            )
+        since = halt.since.isoformat(timespec="seconds") if halt.since else "unknown"
+        return TradingHalted(
+            HALTED_MESSAGE.format(since=since, by=halt.by or "unknown"),
+            details={"halted_since": since, "halted_by": halt.by, "reason": halt.reason},
+        )
 
     # --- changes -------------------------------------------------------------------------------------------
 

@@ -111,7 +111,9 @@ async def make_desk(
     started: list[Desk] = []
     data_dir = tmp_path / "data"
 
-    async def start(live: bool = True, limits: dict[str, Any] | None = None, **env: str) -> Desk:
+    async def start(
+        live: bool = True, limits: dict[str, Any] | None = None, system_clock: bool = False, **env: str
+    ) -> Desk:
         environ = {
             "FTSERVICE_DATA_DIR": str(data_dir),
             "FTSERVICE_PORT": "0",
@@ -124,7 +126,11 @@ async def make_desk(
 
         def make_runtime(current: Settings, window: DesktopWindow | None) -> ServiceRuntime:
             return ServiceRuntime(
-                current, clock=clock, keyring_backend=memory_keyring, redactor=SecretRedactor(), window=window
+                current,
+                clock=None if system_clock else clock,
+                keyring_backend=memory_keyring,
+                redactor=SecretRedactor(),
+                window=window,
             )
 
         control = ServiceControl(settings, make_runtime, reload_settings=lambda: load_settings(environ))
