@@ -52,6 +52,15 @@ class Term(StrEnum):
     SHORT = "SHORT"
 
 
+OPTION_LEVEL_PATTERN = "^[0-5]$"
+"""An options trading level is one digit, 0 to 5, carried as a string everywhere (the spec's type)."""
+
+
+def option_level_text(level: int) -> str:
+    """Return an options trading level as the API carries it: "0" to "5", out-of-range values clamped."""
+    return str(min(max(level, 0), 5))
+
+
 class Account(UpstreamRecord):
     """One brokerage account."""
 
@@ -60,7 +69,11 @@ class Account(UpstreamRecord):
     name: str = Field(description="The account's nickname, e.g. 'Individual'.")
     description: str = Field(description="Human-readable kind, e.g. 'Individual Margin Brokerage'.")
     margin_ind: bool
-    option_level: int = Field(ge=0, le=5)
+    option_level: str = Field(
+        pattern=OPTION_LEVEL_PATTERN,
+        description='Options trading level, "0" (none) to "5"; a string, as in the account features (the spec\'s '
+        "type). Compare with int(option_level).",
+    )
     retirement_ind: bool
     is_default: bool = False
     tradable: bool = True
@@ -219,7 +232,11 @@ class AccountFeature(UpstreamRecord):
 
     acct_num: str
     acct_type: str
-    option_level: str
+    option_level: str = Field(
+        pattern=OPTION_LEVEL_PATTERN,
+        description='Options trading level, "0" (none) to "5" (the spec\'s type: a string). The upstream\'s own '
+        "value stays in raw.",
+    )
     margin_ind: bool
     short_sell_ind: bool
     options_ind: bool

@@ -181,7 +181,7 @@ class QuoteConsumer:
         return ConsumerStatus(
             id=self.id,
             kind=self.kind,
-            symbols=len(self._held),
+            symbol_count=len(self._held),
             pending=len(self._buffer),
             delivered=self._buffer.delivered,
             conflated=self._buffer.conflated,

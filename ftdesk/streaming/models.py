@@ -68,7 +68,7 @@ class ConsumerStatus(BaseModel):
 
     id: str = Field(description="Consumer id, e.g. sse-3.")
     kind: str = Field(description="sse, ws or shared.")
-    symbols: int = Field(description="How many symbols the consumer holds.")
+    symbol_count: int = Field(description="How many symbols the consumer holds.")
     pending: int = Field(description="Updates waiting to be read; at most one per held symbol.")
     delivered: int = Field(description="Updates the consumer has read.")
     conflated: int = Field(description="Updates replaced by a newer one of the same symbol before it was read.")

@@ -28,7 +28,7 @@ async def started(db: Path, clock: ManualClock, seed: int | None = 11, **config:
 
 async def first_margin_account(broker: PaperBroker) -> str:
     accounts = await broker.accounts.get_accounts()
-    return next(a.acct_num for a in accounts if a.margin_ind and a.option_level >= 3)
+    return next(a.acct_num for a in accounts if a.margin_ind and int(a.option_level) >= 3)
 
 
 async def test_fresh_world_has_three_kinds_of_accounts_with_data(tmp_path: Path) -> None:

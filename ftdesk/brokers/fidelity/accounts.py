@@ -34,6 +34,7 @@ from ftdesk.domain.accounts import (
     ShortInsightDetail,
     ShortInsightSeries,
     Transaction,
+    option_level_text,
 )
 from ftdesk.domain.clock import Clock
 from ftdesk.domain.errors import NotFound
@@ -95,7 +96,7 @@ def map_account(raw: dict[str, Any]) -> Account:
         name=v.text(v.first(raw, "preferenceDetail.name")) or description,
         description=description,
         margin_ind=v.flag_or(trade.get("mrgnEstb")),
-        option_level=min(max(level, 0), 5),
+        option_level=option_level_text(level),
         retirement_ind=acct_type in (AccountType.IRA, AccountType.ROTH_IRA, AccountType.WORKPLACE),
         is_default=v.flag_or(v.first(raw, "preferenceDetail.isDefaultAcct")),
         # Workplace plans are managed through the plan, not traded from this desk.
@@ -125,14 +126,17 @@ def map_account_feature(payload: Any, account: Account) -> AccountFeature:
     def feature(*names: str, default: bool) -> bool:
         return v.flag_or(v.first(features, *names), default)
 
-    level = v.text(v.first(features, "optionLevel", "optionsLevel", "optionApprovalLevel"))
+    # The API's level is one digit "0"-"5" (the upstream's own value stays in raw); anything else falls back on
+    # the account's level from discovery.
+    upstream_level = v.integer(v.first(features, "optionLevel", "optionsLevel", "optionApprovalLevel"))
+    level = account.option_level if upstream_level is None else option_level_text(upstream_level)
     return AccountFeature(
         acct_num=account.acct_num,
         acct_type=account.acct_type.value,
-        option_level=level or str(account.option_level),
+        option_level=level,
         margin_ind=feature("margin", "marginInd", "isMargin", default=account.margin_ind),
         short_sell_ind=feature("shortSell", "shortSelling", "shortSellInd", default=account.margin_ind),
-        options_ind=feature("options", "optionsInd", "optionTrading", default=account.option_level > 0),
+        options_ind=feature("options", "optionsInd", "optionTrading", default=level != "0"),
         crypto_ind=feature("crypto", "cryptoInd", default=False),
         directed_trading_ind=feature("directedTrading", "directedTradingInd", default=False),
         penny_stock_ind=feature("pennyStock", "pennyStockInd", default=False),

@@ -25,6 +25,7 @@ from ftdesk.domain.accounts import (
     Position,
     Term,
     Transaction,
+    option_level_text,
 )
 from ftdesk.domain.clock import Clock
 
@@ -256,7 +257,7 @@ class Reports:
             AccountFeature(
                 acct_num=acct_num,
                 acct_type=rules.acct_type.value,
-                option_level=str(rules.option_level),
+                option_level=option_level_text(rules.option_level),
                 margin_ind=rules.margin,
                 short_sell_ind=rules.short_allowed,
                 options_ind=rules.option_level > 0,
@@ -278,7 +279,7 @@ def _account(row: sqlite3.Row) -> Account:
         name=row["name"],
         description=row["description"],
         margin_ind=bool(row["margin"]),
-        option_level=int(row["option_level"]),
+        option_level=option_level_text(int(row["option_level"])),
         retirement_ind=bool(row["retirement"]),
         is_default=bool(row["is_default"]),
     )

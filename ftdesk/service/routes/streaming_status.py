@@ -37,8 +37,9 @@ class StreamingStatus(BaseModel):
 
     mdds: QuoteHubStatus = Field(description="The shared upstream market-data (quote) connection.")
     beps: EventHubStatus = Field(description="The upstream account-event (BEPS) connection and its SSE streams.")
-    consumers: dict[str, int] = Field(
-        description="Open quote consumers by kind: sse (SSE streams), ws (WebSockets), shared (the REST set)."
+    consumers_by_kind: dict[str, int] = Field(
+        description="Open quote consumers by kind: sse (SSE streams), ws (WebSockets), shared (the REST set); the "
+        "same as mdds.consumers_by_kind."
     )
 
 
@@ -109,4 +110,4 @@ async def streaming_status(call: Call[None, None]) -> StreamingStatus:
     """
     ctx = context(call)
     status = ctx.quotes.status()
-    return StreamingStatus(mdds=status, beps=ctx.events.status(), consumers=status.consumers_by_kind)
+    return StreamingStatus(mdds=status, beps=ctx.events.status(), consumers_by_kind=status.consumers_by_kind)

@@ -25,13 +25,13 @@ def test_account_discovery() -> None:
     assert (margin.acct_type, margin.margin_ind, margin.option_level, margin.name) == (
         AccountType.INDIVIDUAL,
         True,
-        5,
+        "5",
         "Trading",
     )
     assert margin.description == "Margin Brokerage" and margin.raw is not None
-    assert individual.option_level == 4 and individual.is_default  # "4" as a string upstream
+    assert individual.option_level == "4" and individual.is_default  # "4" upstream, kept a string
     assert workplace.acct_type is AccountType.WORKPLACE and workplace.retirement_ind and not workplace.tradable
-    assert workplace.option_level == 0
+    assert workplace.option_level == "0"
 
 
 def test_account_types() -> None:

@@ -176,9 +176,9 @@ def test_seed_world_creates_three_realistic_accounts(tmp_path: Path) -> None:
     assert [a.acct_type for a in accounts] == [AccountType.INDIVIDUAL, AccountType.IRA, AccountType.JOINT]
     assert all(re.fullmatch(r"PAP\d{6}", a.acct_num) for a in accounts)
     individual, ira, joint = accounts
-    assert (individual.margin_ind, individual.option_level, individual.is_default) == (True, 3, True)
-    assert (ira.margin_ind, ira.retirement_ind, ira.option_level) == (False, True, 2)
-    assert joint.margin_ind and joint.option_level <= 1
+    assert (individual.margin_ind, individual.option_level, individual.is_default) == (True, "3", True)
+    assert (ira.margin_ind, ira.retirement_ind, ira.option_level) == (False, True, "2")
+    assert joint.margin_ind and int(joint.option_level) <= 1
     ira_features = world.ledger.account_features(ira.acct_num)[0]
     assert not ira_features.short_sell_ind and not ira_features.margin_ind
 

@@ -440,7 +440,7 @@ async def test_status_reports_state_consumers_and_the_last_message(make_rig: Mak
     assert status.subscribed_symbols == ["AAPL"]
     assert status.consumers_by_kind == {"sse": 1, "ws": 2, "shared": 0}
     [mine] = [c for c in status.consumers if c.id == sse.id]
-    assert (mine.kind, mine.symbols, mine.pending, mine.lag_seconds) == ("sse", 1, 1, 3.0)
+    assert (mine.kind, mine.symbol_count, mine.pending, mine.lag_seconds) == ("sse", 1, 1, 3.0)
     assert status.model_dump(mode="json")["state"] == "connected"
 
 
