@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from pydantic import AliasChoices, Field, ValidationInfo, WithJsonSchema, field_validator, model_validator
+from typing_extensions import TypeAliasType
 
 from ftdesk.domain.order_actions import LEG_ACTION_OF, LEG_WORDS, Side, leg_intent
 from ftdesk.domain.orders import ConditionalLeg, EquityAction, LegAction, PositionIntent, PriceType, TimeInForce
@@ -24,12 +25,17 @@ from ftdesk.service.order_fields import (
 # The spellings of a multi-leg leg's action, in the order they are looked up (as its validation alias says).
 _ACTION_KEYS = ("action", "orderActionCode", "order_action_code")
 
+LegActionWord = TypeAliasType(
+    "LegActionWord", Annotated[LegAction, WithJsonSchema({"type": "string", "enum": list(LEG_ACTION_WORDS)})]
+)
+"""A leg's action as a body may spell it (a code, its words, or buy / sell): one named schema."""
+
 
 class MultiLegLegBody(SnakeBody):
     """One leg of a multi-leg option order."""
 
     symbol: Symbol = Field(description="Option symbol, e.g. AAPL261218C200.")
-    action: Annotated[LegAction, WithJsonSchema({"type": "string", "enum": LEG_ACTION_WORDS})] = Field(
+    action: LegActionWord = Field(
         validation_alias=AliasChoices("action", "orderActionCode", "order_action_code"),
         description=LEG_ACTIONS + " Also accepted as orderActionCode.",
     )

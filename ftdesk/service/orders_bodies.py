@@ -23,6 +23,7 @@ from pydantic import (
     ValidationInfo,
     field_validator,
 )
+from typing_extensions import TypeAliasType
 
 from ftdesk.domain.base import JsonObject
 from ftdesk.domain.orders import (
@@ -69,6 +70,12 @@ ConfNum = Annotated[
 ]
 
 _PLACE_ONLY = frozenset({"confNum", "conf_num", "conf_nums"})
+
+# Named, so the schema has one component for each and generated clients one enum type.
+NetPriceType = TypeAliasType("NetPriceType", Literal["M", "L"])
+"""How a multi-leg order is priced: M market or L limit (a net price)."""
+CancelActionCode = TypeAliasType("CancelActionCode", Literal["B", "S", "SS", "BC", "SC", "BP", "SP", "BO", "SO"])
+"""The codes a cancel may name its order's action by: the side it trades (B, S) or its own action code."""
 
 
 class OrderBodyMixin:
@@ -258,7 +265,7 @@ class MultiLegPreviewBody(SnakeBody, OrderBodyMixin):
     acct_num: AcctNum = Field(description="Account number.")
     underlying: Symbol = Field(description="The underlying ticker of every leg, e.g. AAPL.")
     legs: list[MultiLegLegBody] = Field(min_length=2, max_length=4, description="2 to 4 option legs.")
-    price_type: Literal["M", "L"] = Field(
+    price_type: NetPriceType = Field(
         validation_alias=AliasChoices("price_type", "priceTypeCode", "priceType", "price_type_code"),
         description="M market or L limit (a net price). Also accepted as priceTypeCode.",
     )
@@ -336,7 +343,7 @@ class CancelBody(SnakeBody, OrderBodyMixin):
     """The order's account and action (the order itself is named by the conf_num in the path)."""
 
     acct_num: AcctNum = Field(description="Account number of the order.")
-    action_code: Literal["B", "S", "SS", "BC", "SC", "BP", "SP", "BO", "SO"] = Field(
+    action_code: CancelActionCode = Field(
         description="The order's action, checked against the order (a mismatch is 422 VALIDATION_ERROR): its side, "
         "B or S as in the spec, or its own code (equity B, S, SS, BC; option BC, SC, BP, SP; a multi-leg order its "
         "legs' BO, SO, BC, SC). Fidelity's cancel echoes the order's own action code, read from its status (a "
