@@ -148,3 +148,13 @@ async def test_a_feed_that_cannot_run_answers_503_with_its_reason(start_service,
     assert body["error"]["code"] == "STREAMING_UNAVAILABLE" and body["error"]["message"] == reason
     _, body = await service.call("GET", f"{API}/streaming/status")
     assert body["data"]["beps"]["state"] == "disabled" and body["data"]["beps"]["unavailable_reason"] == reason
+
+
+async def test_the_event_names_and_their_upstream_codes_are_documented_on_the_operation(start_service) -> None:
+    service = await start_service()
+    async with service.http.get(service.url("/docs/openapi.json")) as response:
+        spec = await response.json()
+    described = spec["paths"]["/api/v1/streaming/events"]["get"]["responses"]["200"]["description"]
+    for line in ("`ORDER_FILL` (order): `MFCEX`", "`ORDER_CANCELED` (order): `CXL01`", "`PRICE_ALERT_ABOVE` (alert)"):
+        assert line in described
+    assert "ORDER_PARTIAL_FILL" in described and "`OTHER`" in described and "desc.upstream_code" in described

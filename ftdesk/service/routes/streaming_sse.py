@@ -18,6 +18,7 @@ from aiohttp import web
 from pydantic import BaseModel, Field
 
 from ftdesk.domain import errors as e
+from ftdesk.domain.event_names import UPSTREAM_EVENTS
 from ftdesk.domain.events import AccountEvent
 from ftdesk.domain.market import OrderBook, Quote
 from ftdesk.service.quote_frames import (
@@ -336,15 +337,32 @@ async def _pump_events(
         await response.write(frames.encode("utf-8"))
 
 
+EVENT_NAME_LINES = "\n".join(
+    f"  - `{name}` ({category}): `{code}`" for code, (name, category) in UPSTREAM_EVENTS.items()
+)
+"""One line per upstream code of the account-event table, for the operation's description."""
+
 EVENTS_SSE_DESCRIPTION = f"""\
 A `text/event-stream`. The first line is `retry: {SSE_RETRY_MS}`. Frames:
 
-- `event: beps`: `data` is `{{"event_type", "category", "desc", "time", "source"}}` (for example `MFCEX`,
-  `order`, `{{"acct_num", "conf_num", "symbol", "qty", "price", ...}}`, ..., `beps`); `id:` is the event id, an
-  integer that increases by one per event and starts at 1 when the service starts. `source` says where the
-  event came from: `beps` (Fidelity's event stream, live), `alerts` (Fidelity's alert history, polled while
-  BEPS is down: fills and cancels only) or `paper`. An event delivered from one source is not delivered again
-  from the other.
+- `event: beps`: `data` is `{{"event_type", "category", "desc", "time", "source"}}` (for example `ORDER_FILL`,
+  `order`, `{{"upstream_code": "MFCEX", "acct_num", "conf_num", "symbol", "qty", "price", ...}}`, ..., `beps`);
+  `id:` is the event id, an integer that increases by one per event and starts at 1 when the service starts.
+  `source` says where the event came from: `beps` (Fidelity's event stream, live), `alerts` (Fidelity's alert
+  history, polled while BEPS is down: fills and cancels only) or `paper`. An event delivered from one source is
+  not delivered again from the other.
+
+  `event_type` is the same name on paper and on Fidelity for the same thing; the upstream's own code is kept in
+  `desc.upstream_code` (on paper, the code of the Fidelity event the simulated one stands for). The names, with
+  the upstream codes they come from:
+
+{EVENT_NAME_LINES}
+
+  A fill is `ORDER_PARTIAL_FILL` when the event shows part of the order still open (`desc.partial`, or an
+  executed quantity below `qty`: paper and the alert history; a BEPS fill does not state it, so it is
+  `ORDER_FILL`). An `ORDUP` whose `desc.status` is `CANCELED`, `REJECTED`, `EXPIRED` or `REPLACED` takes that
+  outcome's name (`ORDER_CANCELED`, ...). Any other code is `OTHER`, category `other`, its code kept: never
+  dropped.
 - `event: status` (no `id:` line, so it never moves Last-Event-ID): `data` is `{{"state", "description", "since",
   "last_error", "events_missed", "message"}}`. Sent first, whenever the upstream state changed (within
   {DEFAULT_HEARTBEAT_SECONDS:g} s), with `events_missed: true` when a resume could not be complete, and with a
