@@ -39,7 +39,7 @@ ROOT = Path(__file__).resolve().parents[1]
 START_TIMEOUT = 60.0
 STOP_TIMEOUT = 10.0
 START_TARGET = 1.0  # seconds from start to the first 200 on /api/v1/health, headless and as the tray app
-ORDER = {"symbol": "KO", "orderActionCode": "B", "qty": 1, "priceTypeCode": "L", "limitPrice": 50}
+ORDER = {"symbol": "KO", "orderActionCode": "B", "qty": 1, "priceTypeCode": "L", "limitPrice": 65}
 
 
 class SmokeFailure(Exception):
