@@ -90,6 +90,8 @@ async def test_the_document_is_valid_asyncapi_3_for_the_official_parser(start_se
     service = await start_service()
     document = await fetch_asyncapi(service)
     assert document["asyncapi"] == "3.0.0"
+    async with service.http.get(service.url("/docs"), headers={"Accept": "text/html"}) as response:
+        assert 'href="/docs/asyncapi.json"' in await response.text(), "the /docs page links the document"
     report = official_parse(document)
     problems = [d for d in report["diagnostics"] if d["severity"] in (ERROR, WARNING)]
     assert report["parsed"] and problems == []
