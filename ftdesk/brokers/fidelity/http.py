@@ -30,8 +30,9 @@ import contextlib
 import json
 import logging
 import re
+import sys
 import uuid
-from collections.abc import Mapping
+from collections.abc import Coroutine, Mapping
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any
@@ -270,9 +271,7 @@ class FidelityHttp:
             return entry.value
         task = self._inflight.get(key)
         if task is None:
-            task = asyncio.get_running_loop().create_task(
-                self._read(key, payload, extra, ttl, request_id), name=f"fidelity {method} {url}"
-            )
+            task = _start(self._read(key, payload, extra, ttl, request_id), f"fidelity {method} {url}")
             self._inflight[key] = task
             task.add_done_callback(lambda done: self._forget(key, done))
         # Shielded: one caller giving up must not cancel the call the others wait for.
@@ -481,6 +480,14 @@ class FidelityHttp:
         host, _, rest = target.raw_path.lstrip("/").partition("/")
         query = f"?{target.raw_query_string}" if target.raw_query_string else ""
         return URL(f"https://{host}/{rest}{query}", encoded=True)
+
+
+def _start(read: Coroutine[Any, Any, UpstreamResponse], name: str) -> asyncio.Task[UpstreamResponse]:
+    """Start a shared read as a task that runs at once up to its first wait (Python 3.12+), not a loop turn later."""
+    loop = asyncio.get_running_loop()
+    if sys.version_info >= (3, 12):
+        return asyncio.Task(read, loop=loop, name=name, eager_start=True)
+    return loop.create_task(read, name=name)
 
 
 # --- error mapping ------------------------------------------------------------------------------

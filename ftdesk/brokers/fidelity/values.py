@@ -34,6 +34,10 @@ def is_null(value: Any) -> bool:
 
 def number(value: Any) -> float | None:
     """Return a float from a JSON number or a numeric string (thousands separators, %, $ allowed), else None."""
+    kind = type(value)
+    if kind is float or kind is int:  # most values: skip the text checks (bool is not int here)
+        result = float(value)
+        return result if math.isfinite(result) else None
     if isinstance(value, bool) or is_null(value):
         return None
     if isinstance(value, int | float):
