@@ -127,7 +127,12 @@ class AsyncClient:
                 except ValueError:
                     body = None
         except (aiohttp.ClientError, TimeoutError) as exc:
-            raise ServiceUnreachable(f"{method} {url}: {type(exc).__name__}: {exc}") from None
+            key = (headers or {}).get("Idempotency-Key")
+            unknown = "" if method == "GET" else "; it may have been carried out: check before sending it again"
+            retry = f" (same idempotency_key={key!r} to repeat a place safely)" if key else ""
+            raise ServiceUnreachable(
+                f"{method} {url}: {type(exc).__name__}: {exc}{unknown}{retry}", idempotency_key=key
+            ) from None
         if response.status >= 400 or not isinstance(body, dict) or body.get("ok") is not True:
             raise api_error(response.status, body, request_id)
         return body.get("data")

@@ -21,7 +21,16 @@ class ApiKeyNotFound(FtdeskClientError):
 
 
 class ServiceUnreachable(FtdeskClientError):
-    """The service did not answer (not running, wrong port, connection cut before the answer)."""
+    """The service did not answer (not running, wrong port, connection cut or timed out before the answer).
+
+    For a request that changes something (a place, a cancel) the outcome is then unknown: it may have been
+    carried out. ``idempotency_key`` is the key a place was sent with: sending the same place again with it
+    returns the first answer and never places a second order.
+    """
+
+    def __init__(self, message: str, *, idempotency_key: str | None = None) -> None:
+        self.idempotency_key = idempotency_key
+        super().__init__(message)
 
 
 class FtdeskApiError(FtdeskClientError):

@@ -6,6 +6,7 @@ import asyncio
 from pathlib import Path
 
 import pytest
+from yarl import URL
 
 from ftdesk.app import ServiceRuntime
 from ftdesk.client import (
@@ -17,6 +18,7 @@ from ftdesk.client import (
     InvalidRequestError,
     NotFoundError,
     OrderRejectedError,
+    ServiceUnreachable,
     SessionStatus,
     TradingDisabledError,
     find_api_key,
@@ -27,6 +29,7 @@ from ftdesk.domain.market import Quote
 from ftdesk.domain.orders import OrderPlacement, OrderPreview, OrderStatus
 from ftdesk.domain.session import SessionState
 from ftdesk.logs import SecretRedactor
+from tests.client.proxy import CuttingProxy
 from tests.fakes.clock import ManualClock
 from tests.fakes.keyring import InMemoryKeyring
 
@@ -195,3 +198,30 @@ async def test_the_kill_switch_halts_refuses_orders_with_its_code_and_resumes(st
         lifted = await api.resume()
         assert lifted.halted is True and (await api.get_safety()).halt.halted is False
         assert isinstance(await api.preview_equity_order(acct, "AAPL", "B", 1), OrderPreview)
+
+
+async def test_a_place_whose_answer_never_came_says_so_with_its_idempotency_key(start_service) -> None:
+    service = await start_service(clock=ManualClock(), live_trading="true")
+    port = URL(service.base_url).port
+    assert port is not None
+    proxy = CuttingProxy(port)
+    url = await proxy.start()
+    try:
+        async with AsyncClient(url, service.api_key) as api:
+            await api.login("trader", "paper-pass")
+            acct = await individual(api)
+            preview = await api.preview_equity_order(acct, "AAPL", "B", 1)
+            proxy.refusing = True  # the place never gets an answer
+            proxy.cut()
+            with pytest.raises(ServiceUnreachable) as lost:
+                await api.place_equity_order(acct, "AAPL", "B", 1, conf_num=preview.conf_num, idempotency_key="k-1")
+            assert lost.value.idempotency_key == "k-1" and "check before sending it again" in str(lost.value)
+            proxy.refusing = False
+            placed = await api.place_equity_order(
+                acct, "AAPL", "B", 1, conf_num=preview.conf_num, idempotency_key="k-1"
+            )
+            again = await api.place_equity_order(acct, "AAPL", "B", 1, conf_num=preview.conf_num, idempotency_key="k-1")
+            assert again.conf_num == placed.conf_num
+            assert len(await api.get_order_status(acct)) == 1, "the same key never places twice"
+    finally:
+        await proxy.close()
