@@ -97,6 +97,10 @@ class DeskFeed(QObject):
         return self._reads
 
     @property
+    def _started(self) -> bool:
+        return self._unsubscribe is not None
+
+    @property
     def polling(self) -> bool:
         """Say whether the slow P&L timer runs (only while the status window is visible)."""
         return self._pnl_timer.isActive()
@@ -122,7 +126,7 @@ class DeskFeed(QObject):
     def set_watching(self, watching: bool) -> None:
         """Poll the P&L slowly while the window shows it; stop when it is hidden."""
         self._watching = watching
-        if watching and self._snapshot.logged_in:
+        if watching and self._snapshot.logged_in and self._started:
             self.refresh()
             self._pnl_timer.start()
         else:
@@ -166,7 +170,7 @@ class DeskFeed(QObject):
 
     def _flush(self) -> None:
         self._debounce.stop()
-        if self._loading or not self._work or not self._snapshot.logged_in:
+        if self._loading or not self._work or not self._snapshot.logged_in or not self._started:
             return
         work, self._work = self._work, _Work()
         self._loading = True
@@ -196,7 +200,7 @@ class DeskFeed(QObject):
             return
         finally:
             self._loading = False
-            if self._work:  # asked for while this read ran
+            if self._work and self._started:  # asked for while this read ran
                 self._debounce.start()
         if not self._snapshot.logged_in:  # logged out while reading: what was read is stale
             return

@@ -110,7 +110,12 @@ class SafetyWatch(QObject):
         # Listeners run inside the change; read the state once the change is complete.
         if change in _WATCHED and not self._scheduled:
             self._scheduled = True
-            asyncio.get_running_loop().call_soon(self.refresh)
+            asyncio.get_running_loop().call_soon(self._scheduled_refresh)
+
+    def _scheduled_refresh(self) -> None:
+        if self._unsubscribe is not None:  # not stopped meanwhile
+            self.refresh()
+        self._scheduled = False
 
     def refresh(self) -> None:
         """Read the safety state; emit it when the halt, the live switch or the limits changed."""

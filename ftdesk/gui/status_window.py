@@ -170,7 +170,7 @@ class StatusWindow(QWidget):
         bridge.status_changed.connect(self.show_status)
         feed.changed.connect(self._feed_changed)
         if safety is not None:
-            safety.changed.connect(lambda _state: self.show_status(self._bridge.status))
+            safety.changed.connect(self._safety_changed)
         self.show_status(bridge.status)
 
     def _button(self, text: str, slot: Callable[[], None]) -> QPushButton:
@@ -198,6 +198,10 @@ class StatusWindow(QWidget):
         self.live_check.setChecked(status.live)
         self.cockpit.show_status(status)
         self._show_halt(status)
+
+    def _safety_changed(self, _state: object) -> None:
+        # A bound method, not a lambda: Qt drops the connection when the window is deleted.
+        self.show_status(self._bridge.status)
 
     def _show_halt(self, status: AppStatus) -> None:
         state = self._safety.state if self._safety is not None else None

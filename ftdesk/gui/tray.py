@@ -72,7 +72,7 @@ class TrayIcon(QObject):
         if feed is not None:
             feed.changed.connect(self._show_pnl)
         if safety is not None:
-            safety.changed.connect(lambda _state: self.show_status(self._bridge.status))
+            safety.changed.connect(self._safety_changed)
         self.show_status(bridge.status)
 
     def _status_line(self) -> QAction:
@@ -115,6 +115,9 @@ class TrayIcon(QObject):
         self.resume_action.setVisible(self._halted)
         self.halt_action.setEnabled(status.running)
         self.resume_action.setEnabled(status.running)
+
+    def _safety_changed(self, _state: object) -> None:
+        self.show_status(self._bridge.status)
 
     def _show_pnl(self, snapshot: DeskSnapshot) -> None:
         line = day_pnl_line(snapshot)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ftdesk.gui.live_confirm import LiveTradingConfirmDialog
 from ftdesk.gui.resume_confirm import ResumeConfirmDialog
 from tests.fakes.waiting import wait_until
 from tests.gui.desktop_rig import Desktop
@@ -96,3 +97,19 @@ async def test_live_trading_cannot_be_switched_on_while_halted(make_desktop) -> 
     window.live_check.click()
     assert actions.live_dialog is None and not window.live_check.isChecked()
     assert "Trading is halted" in titles(desktop)
+
+
+async def test_the_live_confirmation_names_the_accounts_the_broker_and_the_limits(make_desktop) -> None:
+    desktop = await make_desktop(has_tray=False, FTSERVICE_MAX_OPEN_ORDERS="7")
+    window, actions = desktop.app.window, desktop.app.actions
+    await log_in(desktop)
+    acct = await individual_account(desktop)
+    await wait_until(lambda: bool(desktop.app.feed.snapshot.accounts))
+    window.live_check.click()
+    dialog = actions.live_dialog
+    assert isinstance(dialog, LiveTradingConfirmDialog)
+    assert dialog.message.startswith("Turn on live trading with Paper?")
+    accounts_line = dialog.message.splitlines()[1]
+    assert accounts_line.startswith("Accounts: ") and acct in accounts_line and accounts_line.endswith("(Paper)")
+    assert "at most 7 open orders" in dialog.message
+    dialog.reject()
