@@ -7,6 +7,8 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
 from typing_extensions import TypeAliasType
 
+from ftdesk.domain.field_meanings import describe_units
+
 RawPayload = TypeAliasType(
     "RawPayload",
     Annotated[
@@ -50,7 +52,11 @@ IsoDateTimeOrEmpty = Annotated[
 class Record(BaseModel):
     """A domain record: plain data with the spec's field names, serialised unchanged to JSON."""
 
-    model_config = ConfigDict(extra="forbid", populate_by_name=True, use_enum_values=False)
+    # json_schema_extra: a number's unit (dollars, per share, percent) from its name, where the field has no
+    # description of its own
+    model_config = ConfigDict(
+        extra="forbid", populate_by_name=True, use_enum_values=False, json_schema_extra=describe_units
+    )
 
 
 class UpstreamRecord(Record):
