@@ -12,7 +12,7 @@ from typing import Any
 
 from pydantic import Field
 
-from ftdesk.domain.base import JsonObject, Record
+from ftdesk.domain.base import IsoDateTime, JsonObject, Record
 from ftdesk.domain.event_names import EventCategory, EventName, UpstreamEventCode, name_of
 
 __all__ = ("AccountEvent", "EventCategory", "EventName", "EventType", "UpstreamEventCode", "account_event")
@@ -36,7 +36,7 @@ class AccountEvent(Record):
         "for a cancel, TRPA for a price alert above; on paper, the code of the Fidelity event the simulated one "
         "stands for; null when the upstream sent none), acct_num, conf_num, symbol, qty, price, status, ..."
     )
-    time: str = Field(description="ISO 8601 time the event was created.")
+    time: IsoDateTime = Field(description="ISO 8601 time the event was created.")
     source: str | None = Field(
         default=None,
         description="Where the event came from: beps (Fidelity's event stream), alerts (Fidelity's alert history, "
