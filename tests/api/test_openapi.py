@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from openapi_spec_validator import validate
 
@@ -120,3 +122,100 @@ async def test_docs_page_for_browsers_is_served_offline(service) -> None:
             assert len(await response.read()) > 100
     async with service.http.get(service.url("/docs/init.js")) as response:
         assert "/docs/openapi.json" in await response.text()
+
+
+# --- what generators need (issue 18) ----------------------------------------------------------------------------
+
+
+def component(spec: dict, ref_or_schema: dict) -> dict:
+    """Return the component a schema refers to (or the schema itself)."""
+    ref = ref_or_schema.get("$ref")
+    return spec["components"]["schemas"][ref.rsplit("/", 1)[-1]] if ref else ref_or_schema
+
+
+def operations(spec: dict) -> list[dict]:
+    return [op for item in spec["paths"].values() for op in item.values()]
+
+
+@pytest.fixture
+async def product(start_service):
+    """The service with the product's routes only (no test routes)."""
+    return await start_service()
+
+
+async def test_operation_ids_are_short_unique_snake_case_verbs(product) -> None:
+    ids = [op["operationId"] for op in operations(await fetch_spec(product))]
+    assert len(ids) == len(set(ids))
+    verbs = {"get", "list", "preview", "place", "cancel", "replace", "save", "delete", "create", "update", "put",
+             "store", "accept", "login", "logout", "subscribe", "unsubscribe", "stream", "search", "analyze", "run",
+             "show", "halt", "resume"}  # fmt: skip
+    for operation_id in ids:
+        assert re.fullmatch(r"[a-z]+(_[a-z0-9]+)*", operation_id), operation_id
+        assert operation_id.split("_")[0] in verbs, operation_id
+    assert {"get_positions", "preview_equity_order", "place_equity_order", "cancel_order", "get_quotes"} <= set(ids)
+
+
+async def test_errors_are_one_envelope_and_each_operation_lists_its_codes(product) -> None:
+    spec = await fetch_spec(product)
+    for op in operations(spec):
+        errors = {status: response for status, response in op["responses"].items() if status[0] in "45"}
+        assert errors, op["operationId"]
+        for response in errors.values():
+            assert response["content"]["application/json"]["schema"] == {"$ref": "#/components/schemas/ErrorEnvelope"}
+            for code in response["content"]["application/json"]["examples"]:
+                assert f"`{code}`" in op["description"].split("**Errors**")[-1], (op["operationId"], code)
+
+
+async def test_response_fields_are_required_and_raw_payloads_one_object_schema(product) -> None:
+    spec = await fetch_spec(product)
+    schemas = spec["components"]["schemas"]
+    for name in ("Position", "Balance", "OrderPreview", "Quote"):
+        properties = set(schemas[name]["properties"])
+        assert set(schemas[name]["required"]) == properties - {"raw"}, name
+    raw = schemas["Position"]["properties"]["raw"]
+    assert {"$ref": "#/components/schemas/RawPayload"} in raw["anyOf"]
+    assert schemas["RawPayload"] == {
+        "type": "object",
+        "additionalProperties": True,
+        "description": schemas["RawPayload"]["description"],
+    }
+    # No record declares its own free-form object: every raw payload is the one RawPayload.
+    inline_objects = [
+        f"{name}.{field}"
+        for name, schema in schemas.items()
+        for field, prop in schema.get("properties", {}).items()
+        for branch in prop.get("anyOf", [prop])
+        if (branch.get("type") == "object" and "properties" not in branch and "additionalProperties" not in branch)
+        or branch.get("additionalProperties") is True
+    ]
+    assert inline_objects == []
+
+
+async def test_enums_are_named_and_dates_carry_their_format(product) -> None:
+    spec = await fetch_spec(product)
+    schemas = spec["components"]["schemas"]
+
+    def inline_enums(node: object, path: str) -> list[str]:
+        if isinstance(node, dict):
+            found = [path] if "enum" in node and path.count("/") > 1 else []
+            return found + [hit for key, value in node.items() for hit in inline_enums(value, f"{path}/{key}")]
+        if isinstance(node, list):
+            return [hit for value in node for hit in inline_enums(value, path)]
+        return []
+
+    assert inline_enums(schemas, "") == []
+    assert schemas["Holiday"]["properties"]["date"]["format"] == "date"
+    assert schemas["OptionQuote"]["properties"]["expiration"]["format"] == "date"
+    entry_time = schemas["OrderBaseDetail"]["properties"]["entry_time"]["anyOf"]
+    assert {"type": "string", "format": "date-time"} in entry_time
+    assert "US dollars" in schemas["Position"]["properties"]["market_value"]["description"]
+    assert "contracts" in schemas["Position"]["properties"]["quantity"]["description"]
+
+
+async def test_every_place_body_requires_the_preview_conf_num(product) -> None:
+    spec = await fetch_spec(product)
+    places = [op for op in operations(spec) if op["operationId"].startswith(("place_", "replace_"))]
+    assert len(places) == 6
+    for op in places:
+        body = component(spec, op["requestBody"]["content"]["application/json"]["schema"])
+        assert {"confNum", "conf_num", "conf_nums"} & set(body["required"]), op["operationId"]
