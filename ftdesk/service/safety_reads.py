@@ -38,7 +38,10 @@ class BrokerReads:
         try:
             quotes = await self._session.run(lambda broker: broker.quote_feed.snapshot([symbol]))
         except FtdeskError as exc:
-            log.info("No quote for the price-distance check of %s: %s", symbol, exc.message)
+            log.info("No quote for the risk limits' check of %s: %s", symbol, exc.message)
+            return None
+        except Exception as exc:  # a feed that fails in its own way (connection, protocol) must not fail the order
+            log.warning("No quote for the risk limits' check of %s: %s", symbol, type(exc).__name__)
             return None
         return next((q.last for q in quotes if q.symbol.upper() == symbol.upper()), None)
 
