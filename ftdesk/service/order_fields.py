@@ -1,20 +1,23 @@
 """The values order bodies are made of: quantities, prices, symbols, action words, and the rules between them.
 
-Shared by the order bodies and their legs: the field types with their limits (a quantity is whole and
-positive, a price finite and not a boolean), the two spellings of field names, and the rule that ties a
-limit or stop price to the price type that uses it.
+Shared by the order bodies and their legs: the field types with their limits (contracts are whole and
+positive, shares positive to four decimal places, a price finite and not a boolean), the two spellings of
+field names, the rule that ties a limit or stop price to the price type that uses it, and the rule that says
+which equity orders may be for a fraction of a share.
 """
 
 from __future__ import annotations
 
+from decimal import Decimal
 from typing import Annotated, Any
 
-from pydantic import AliasChoices, AliasGenerator, BeforeValidator, ConfigDict, Field, StringConstraints
+from pydantic import AfterValidator, AliasChoices, AliasGenerator, BeforeValidator, ConfigDict, Field, StringConstraints
 from pydantic.alias_generators import to_camel, to_snake
 from pydantic_core import PydanticCustomError
 
+from ftdesk.domain.errors import ValidationFailed
 from ftdesk.domain.order_actions import LEG_WORDS, ActionKind, Side, describe
-from ftdesk.domain.orders import LegAction, PriceType
+from ftdesk.domain.orders import EquityAction, LegAction, PriceType, TimeInForce
 from ftdesk.service.routing import BodyModel
 
 
@@ -32,7 +35,55 @@ def _a_json_number(value: Any) -> Any:
 
 # Not strict like the rest of a body (10.0 is a whole number), so strings are refused here instead.
 Quantity = Annotated[int, Field(gt=0, le=10_000_000, strict=False), BeforeValidator(_a_json_number)]
-"""A whole, positive number of shares or contracts (10 and 10.0 are accepted, 10.5 is not)."""
+"""A whole, positive number of contracts (or of shares in a conditional leg): 10 and 10.0 are accepted, 10.5 is not."""
+
+SHARE_PLACES = 4
+"""Decimal places an equity quantity may have: fractions of a share go down to 0.0001."""
+
+
+def _share_precision(value: float) -> float:
+    exponent = Decimal(repr(value)).normalize().as_tuple().exponent  # an int: infinities and NaN are refused first
+    if isinstance(exponent, int) and -exponent > SHARE_PLACES:
+        raise PydanticCustomError(
+            "share_precision",
+            "at most {places} decimal places (fractions of a share go down to 0.0001); {value} is finer",
+            {"places": SHARE_PLACES, "value": value},
+        )
+    return value
+
+
+ShareQuantity = Annotated[
+    float,
+    Field(gt=0, le=10_000_000, allow_inf_nan=False, strict=False),
+    BeforeValidator(_a_json_number),
+    AfterValidator(_share_precision),
+]
+"""A positive number of shares: whole (10) or fractional to four decimal places (2.5, 0.0001) where allowed."""
+
+SHARE_QUANTITY = (
+    "Shares: a JSON number, more than 0. Whole (10) or, on a broker that supports fractional shares (paper), "
+    "fractional to 4 decimal places (2.5, 0.1234; 0.0001 is the smallest). A fraction is accepted on market (M) "
+    "and limit (L) day (D) orders that buy (B) or sell (S), and refused (422 VALIDATION_ERROR naming qty) on "
+    "stop and stop-limit orders, good-till-canceled orders, short sales (SS) and buys to cover (BC); a finer "
+    "precision is refused the same way. Fidelity: whole shares only (a fraction is 422 VALIDATION_ERROR, "
+    "nothing is sent)."
+)
+
+
+def fractional_rule(qty: float, price_type: PriceType, tif: TimeInForce, action: EquityAction) -> None:
+    """Refuse a fraction of a share on an order that may not have one (422 VALIDATION_ERROR naming ``qty``)."""
+    if qty == int(qty):
+        return
+    if price_type not in (PriceType.MARKET, PriceType.LIMIT):
+        why = f"a fraction of a share trades on market (M) and limit (L) orders only, not {price_type.value}"
+    elif tif is not TimeInForce.DAY:
+        why = "a fraction of a share trades on day (D) orders only, not good till canceled (G)"
+    elif action not in (EquityAction.BUY, EquityAction.SELL):
+        why = f"a fraction of a share is bought (B) or sold (S), never with {action.value}"
+    else:
+        return
+    raise ValidationFailed.for_field("qty", f"qty {qty:g}: {why}")
+
 
 MAX_PRICE = 10_000_000.0
 """Prices above this are refused at the edge (no security trades there; the broker's arithmetic has limits)."""

@@ -3,8 +3,9 @@
 Names are the spec's: camelCase for equity and single-leg option orders (``acctNum``, ``orderActionCode``,
 ``priceTypeCode``, ...), snake_case for multi-leg, conditional, cancel, staged and agreement bodies; the
 other spelling is accepted too. Everything a broker would refuse for its shape is a 422 here, naming the
-field: a limit order without ``limitPrice``, a price the price type does not use, a fractional or
-non-positive quantity, an unknown action code, the wrong number of conditional legs.
+field: a limit order without ``limitPrice``, a price the price type does not use, a non-positive quantity,
+a fractional number of contracts, a fraction of a share finer than 0.0001 or on an order that may not have
+one (``fractional_rule``), an unknown action code, the wrong number of conditional legs.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import hashlib
 import json
 from dataclasses import replace
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Self
 
 from pydantic import (
     AliasChoices,
@@ -22,6 +23,7 @@ from pydantic import (
     StringConstraints,
     ValidationInfo,
     field_validator,
+    model_validator,
 )
 from typing_extensions import TypeAliasType
 
@@ -47,13 +49,16 @@ from ftdesk.service.order_fields import (
     EQUITY_ACTIONS,
     LIMIT_TYPES,
     OPTION_ACTIONS,
+    SHARE_QUANTITY,
     STOP_TYPES,
     CamelBody,
     NetPrice,
     Price,
     Quantity,
+    ShareQuantity,
     SnakeBody,
     Symbol,
+    fractional_rule,
     price_of,
     price_rule,
 )
@@ -163,7 +168,7 @@ class _EquityFields(_CamelPriced):
     acctNum: AcctNum = Field(description="Account number.")
     symbol: Symbol = Field(description="Ticker, e.g. AAPL (upper-cased).")
     orderActionCode: EquityAction = Field(description=EQUITY_ACTIONS)
-    qty: Quantity = Field(description="Whole shares, more than 0.")
+    qty: ShareQuantity = Field(description=SHARE_QUANTITY)
     priceTypeCode: PriceType = Field(description="M market, L limit, S stop, SL stop limit.")
     limitPrice: Price | None = Field(
         default=None, validate_default=True, description="Limit price: required for L and SL, refused otherwise."
@@ -174,6 +179,11 @@ class _EquityFields(_CamelPriced):
         description="Stop (trigger) price: required for S and SL, refused otherwise.",
     )
     tifCode: TimeInForce = Field(default=TimeInForce.DAY, description="D day (default), G good till canceled.")
+
+    @model_validator(mode="after")
+    def _fraction_allowed(self) -> Self:
+        fractional_rule(self.qty, self.priceTypeCode, self.tifCode, self.orderActionCode)
+        return self
 
     def equity_order(self) -> EquityOrder:
         """Return the domain equity order."""

@@ -27,7 +27,7 @@ from ftdesk.brokers.fidelity.session import FidelitySession
 from ftdesk.brokers.fidelity.values import option_contract
 from ftdesk.domain.cancel_codes import check_cancel_code
 from ftdesk.domain.clock import Clock
-from ftdesk.domain.errors import BrokerError, FtdeskError, NotFound
+from ftdesk.domain.errors import BrokerError, FtdeskError, NotFound, ValidationFailed
 from ftdesk.domain.order_actions import ActionKind, leg_intent, row_for
 from ftdesk.domain.orders import (
     CancelPreview,
@@ -74,6 +74,19 @@ def equity_asked(acct_num: str, order: EquityOrder | ConditionalLeg) -> Asked:
         qty=float(order.qty),
         price_type=order.price_type.value,
     )
+
+
+def whole_shares(order: EquityOrder) -> None:
+    """Refuse a fraction of a share before any upstream call: this adapter sends whole shares only.
+
+    No captured upstream exchange shows fractional order entry (how the body carries it, what the preview
+    answers), so the adapter does not guess one; docs/fidelity-gaps.md.
+    """
+    if order.qty != int(order.qty):
+        raise ValidationFailed.for_field(
+            "qty",
+            f"qty {order.qty:g}: the Fidelity broker adapter does not support fractional shares; order whole shares",
+        )
 
 
 def equity_intent(order: EquityOrder) -> m.Intent:
@@ -278,12 +291,14 @@ class FidelityOrders:
 
     async def preview_equity_order(self, order: EquityOrder) -> OrderPreview:
         """Validate and price an equity order; the answer's conf_num places it."""
+        whole_shares(order)
         body = w.equity_preview_body(order, await self._margin(order.acct_num))
         payload = await self._order_entry(w.EQUITY_PREVIEW_URL, body, "equity order preview")
         return m.map_preview(payload, equity_intent(order), what="equity order preview")
 
     async def place_equity_order(self, order: EquityOrder, conf_num: str) -> OrderPlacement:
         """Place a previewed equity order with its preview's conf_num."""
+        whole_shares(order)
         body = w.equity_place_body(order, await self._margin(order.acct_num), conf_num)
         payload = await self._order_entry(w.EQUITY_PLACE_URL, body, "equity order")
         return m.map_placement(payload, order.acct_num, conf_num, what="equity order")
@@ -349,6 +364,7 @@ class FidelityOrders:
     async def preview_replace(self, replace: ReplaceOrder) -> OrderPreview:
         """Validate an atomic cancel-and-replace of a working equity order."""
         order = replace.order
+        whole_shares(order)
         body = w.replace_preview_body(replace.orig_conf_num, order, await self._margin(order.acct_num))
         payload = await self._order_entry(w.REPLACE_PREVIEW_URL, body, "replace preview")
         return m.map_preview(payload, equity_intent(order), what="replace preview")
@@ -356,6 +372,7 @@ class FidelityOrders:
     async def place_replace(self, replace: ReplaceOrder, conf_num: str) -> OrderPlacement:
         """Place a previewed cancel-and-replace; the new order's conf_num comes back."""
         order = replace.order
+        whole_shares(order)
         body = w.replace_place_body(replace.orig_conf_num, order, await self._margin(order.acct_num), conf_num)
         payload = await self._order_entry(w.REPLACE_PLACE_URL, body, "replace")
         return m.map_placement(payload, order.acct_num, conf_num, what="replace")

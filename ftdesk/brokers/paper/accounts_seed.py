@@ -65,7 +65,7 @@ class SeedLedger(Protocol):
     def exposure(self, acct_num: str) -> Exposure:
         """Return the account's exposure (its cash among it)."""
 
-    def position_quantity(self, acct_num: str, symbol: str) -> int:
+    def position_quantity(self, acct_num: str, symbol: str) -> Decimal:
         """Return the signed quantity held of a symbol."""
 
     def add_loan(self, acct_num: str, symbol: str, quantity: int, rate_pct: Decimal, loan_date: date) -> None:

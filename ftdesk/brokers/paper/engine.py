@@ -62,6 +62,7 @@ from ftdesk.brokers.paper.engine_rows import OrderRows
 from ftdesk.brokers.paper.ledger import Ledger
 from ftdesk.brokers.paper.ledger_money import dollars
 from ftdesk.brokers.paper.ports import EventSink, MarketView
+from ftdesk.brokers.paper.quantities import number
 from ftdesk.brokers.paper.store import PaperStore
 from ftdesk.brokers.paper.userdata import invalid, iso_time, unique_id
 from ftdesk.domain.cancel_codes import check_cancel_code
@@ -317,9 +318,9 @@ class OrderEngine:
             conf_num=conf_num,
             acct_num=acct_num,
             action_code=row.spec.action,
-            orig_qty=float(row.spec.qty),
-            exec_qty=float(row.filled_qty),
-            remaining_qty=float(row.remaining),
+            orig_qty=number(row.spec.qty),
+            exec_qty=number(row.filled_qty),
+            remaining_qty=number(row.remaining),
             est_proceeds=dollars(usage.value_cents),
             commission=dollars(row.commission_cents),
             order_confirm_msgs=messages,
@@ -339,9 +340,9 @@ class OrderEngine:
                 conf_num=r.conf_num,
                 acct_num=acct_num,
                 action_code=r.spec.action,
-                orig_qty=float(r.spec.qty),
-                exec_qty=float(r.filled_qty),
-                remaining_qty=float(r.remaining),
+                orig_qty=number(r.spec.qty),
+                exec_qty=number(r.filled_qty),
+                remaining_qty=number(r.remaining),
             )
             for r in canceled
         ]

@@ -16,6 +16,7 @@ from ftdesk.brokers.paper.ledger import Ledger
 from ftdesk.brokers.paper.ledger_money import dollars, option_expired, price_float, price_of
 from ftdesk.brokers.paper.ledger_types import AccountRules
 from ftdesk.brokers.paper.ports import Instrument, MarketView
+from ftdesk.brokers.paper.quantities import ZERO, number
 from ftdesk.brokers.paper.store import PaperStore
 from ftdesk.domain.accounts import SecurityType
 from ftdesk.domain.clock import Clock
@@ -51,14 +52,14 @@ class OrderChecks:
         cond: ConditionalType | None,
         replacing: Sequence[Row],
         *,
-        extras: list[int] | None = None,
+        extras: list[Decimal] | None = None,
     ) -> list[Priced]:
         """Validate every order of a group and the group's buying power; return each order priced."""
         acct = specs[0].acct_num
         rules = self._ledger.rules(acct)
         priced = []
         for index, spec in enumerate(specs):
-            extra = extras[index] if extras else 0
+            extra = extras[index] if extras else Decimal(0)
             if cond in (ConditionalType.OTO, ConditionalType.OTOCO) and index > 0 and specs[0].symbol == spec.symbol:
                 # A triggered leg may sell (or cover) what the primary leg will have bought (or shorted).
                 extra += specs[0].sign * specs[0].qty
@@ -82,7 +83,7 @@ class OrderChecks:
             )
         return priced
 
-    def _validate(self, spec: Spec, rules: AccountRules, replacing: Sequence[Row], extra: int) -> Priced:
+    def _validate(self, spec: Spec, rules: AccountRules, replacing: Sequence[Row], extra: Decimal) -> Priced:
         if spec.qty > _MAX_QTY[spec.kind]:
             unit = "shares" if spec.kind == EQUITY else "contracts"
             raise reject(
@@ -140,7 +141,7 @@ class OrderChecks:
                     f" {money_text(spec.stop)} would trigger at once",
                 )
 
-    def _check_equity(self, spec: Spec, rules: AccountRules, replacing: Sequence[Row], extra: int) -> None:
+    def _check_equity(self, spec: Spec, rules: AccountRules, replacing: Sequence[Row], extra: Decimal) -> None:
         held = self._ledger.position_quantity(spec.acct_num, spec.symbol)
         exclude = {r.conf_num for r in replacing}
         if spec.action == "B" and held < 0:
@@ -162,19 +163,19 @@ class OrderChecks:
                 )
         if spec.action in ("S", "BC"):
             long_side = spec.action == "S"
-            position = max(0, held if long_side else -held) + (extra if long_side else -extra)
+            position = max(ZERO, held if long_side else -held) + (extra if long_side else -extra)
             reserved = self._reserved(spec.acct_num, spec.symbol, spec.action, exclude)
-            available = max(0, position - reserved)
+            available = max(ZERO, position - reserved)
             if spec.qty > available:
                 verb = "sell" if long_side else "buy to cover"
                 what = "long" if long_side else "short"
-                held_text = f"you hold {max(0, held if long_side else -held):,} {what}"
+                held_text = f"you hold {max(ZERO, held if long_side else -held):,} {what}"
                 open_text = f" and {reserved:,} are already in open orders" if reserved else ""
                 hint = " (to sell short, use SS)" if long_side and held <= 0 else ""
                 raise reject(
                     "INSUFFICIENT_POSITION",
                     f"You can {verb} at most {available:,} {spec.symbol}: {held_text}{open_text}{hint}",
-                    available=available,
+                    available=number(available),
                 )
 
     def _check_option(self, spec: Spec, rules: AccountRules, instrument: Instrument) -> None:
@@ -258,13 +259,13 @@ class OrderChecks:
         self._check_level(rules, priced.changes)
         return priced
 
-    def _check_level(self, rules: AccountRules, changes: list[tuple[str, int, Decimal]]) -> None:
+    def _check_level(self, rules: AccountRules, changes: list[tuple[str, Decimal, Decimal]]) -> None:
         before = self._ledger.exposure(rules.acct_num).cover
         after = self._ledger.exposure(rules.acct_num, changes).cover
         need = 0
         for symbol, qty, _ in changes:
             held = self._ledger.position_quantity(rules.acct_num, symbol)
-            if qty > 0 and held + qty > max(held, 0):
+            if qty > 0 and held + qty > max(held, ZERO):
                 need = 2
         for level, grew in (
             (1, after.covered_calls > before.covered_calls),
@@ -284,16 +285,16 @@ class OrderChecks:
                 account_level=rules.option_level,
             )
 
-    def _reserved(self, acct: str, symbol: str, action: str, exclude: set[str]) -> int:
+    def _reserved(self, acct: str, symbol: str, action: str, exclude: set[str]) -> Decimal:
         """Return the shares that working orders with this action already claim (an OCO pair counts once)."""
         rows = self._store.query(
             "SELECT * FROM paper_orders WHERE acct_num = ? AND symbol = ? AND action = ? AND kind = 'EQUITY'"
             " AND status IN ('OPEN', 'PARTIALLY_FILLED')",
             (acct, symbol, action),
         )
-        claims: dict[str, int] = {}
+        claims: dict[str, Decimal] = {}
         for r in rows:
             row = row_from_db(r)
             if row.conf_num not in exclude:
-                claims[row.oco_key] = max(claims.get(row.oco_key, 0), row.remaining)
-        return sum(claims.values())
+                claims[row.oco_key] = max(claims.get(row.oco_key, Decimal(0)), row.remaining)
+        return sum(claims.values(), Decimal(0))

@@ -34,6 +34,7 @@ from ftdesk.brokers.paper.ledger_money import (
 from ftdesk.brokers.paper.ledger_outbox import Outbox
 from ftdesk.brokers.paper.ledger_types import Fill
 from ftdesk.brokers.paper.ports import MarketView
+from ftdesk.brokers.paper.quantities import number, stored
 from ftdesk.brokers.paper.store import PaperStore
 from ftdesk.brokers.paper.userdata import iso_time
 from ftdesk.domain.accounts import SecurityType
@@ -65,7 +66,7 @@ class Matcher:
         self._rows = rows
         self._links = links
         # Displayed size already taken per (symbol, side) at one quote time; liquidity, not state.
-        self._taken: dict[tuple[str, int], tuple[str, int]] = {}
+        self._taken: dict[tuple[str, int], tuple[str, Decimal]] = {}
 
     def process_market(self) -> int:
         """Work every order against the market: expiries, stop triggers, fills; return the number of fills."""
@@ -131,7 +132,7 @@ class Matcher:
             self._fill(conn, row, qty, touch, [(spec.symbol, spec.sign * qty, touch)])
             return 1
 
-    def _closable(self, conn: sqlite3.Connection, row: Row) -> int:
+    def _closable(self, conn: sqlite3.Connection, row: Row) -> Decimal:
         """Return how much of an order may fill; cancel a closing order whose position is gone."""
         spec = row.spec
         if spec.kind != EQUITY or spec.action not in ("S", "BC"):
@@ -141,16 +142,16 @@ class Matcher:
         if position <= 0:
             what = "long" if spec.action == "S" else "short"
             self._links.cancel(conn, row, f"no {what} position in {spec.symbol} left to close")
-            return 0
+            return Decimal(0)
         return min(row.remaining, position)
 
-    def _take(self, symbol: str, side: int, quote: Quote, wanted: int) -> int:
+    def _take(self, symbol: str, side: int, quote: Quote, wanted: Decimal) -> Decimal:
         """Take up to ``wanted`` of the size displayed at the touch, once per quote."""
         shown = (quote.ask_size if side > 0 else quote.bid_size) or DEFAULT_SIZE
-        stamp, used = self._taken.get((symbol, side), ("", 0))
+        stamp, used = self._taken.get((symbol, side), ("", Decimal(0)))
         if stamp != quote.time:
-            used = 0
-        qty = min(wanted, max(0, shown - used))
+            used = Decimal(0)
+        qty = min(wanted, max(Decimal(0), shown - used))
         self._taken[(symbol, side)] = (quote.time, used + qty)
         return qty
 
@@ -181,7 +182,12 @@ class Matcher:
         return 1
 
     def _fill(
-        self, conn: sqlite3.Connection, row: Row, qty: int, price: Decimal, changes: list[tuple[str, int, Decimal]]
+        self,
+        conn: sqlite3.Connection,
+        row: Row,
+        qty: Decimal,
+        price: Decimal,
+        changes: list[tuple[str, Decimal, Decimal]],
     ) -> None:
         """Book a fill of ``qty`` at ``price`` (per share, contract or spread) with its ledger effect."""
         spec = row.spec
@@ -202,10 +208,10 @@ class Matcher:
             EventType.EXECUTION,
             row,
             status=status.value,
-            fill_qty=qty,
+            fill_qty=number(qty),
             price=price_float(abs(price)),
-            cum_qty=cumulative,
-            remaining_qty=spec.qty - cumulative,
+            cum_qty=number(cumulative),
+            remaining_qty=number(spec.qty - cumulative),
             avg_price=price_float(abs(value / cumulative)),
             partial=status is OrderStatus.PARTIALLY_FILLED,
             **({"debit_credit": _side(value)} if spec.kind == MULTI_LEG else {}),
@@ -214,7 +220,7 @@ class Matcher:
             "UPDATE paper_orders SET filled_qty = ?, fill_value = ?, commission_cents = commission_cents + ?,"
             " fees_cents = fees_cents + ?, status = ?, updated_time = ? WHERE conf_num = ?",
             (
-                cumulative,
+                stored(cumulative),
                 str(value),
                 sum(f.commission_cents for f in fills),
                 sum(f.fees_cents for f in fills),

@@ -11,9 +11,11 @@ it to its replacement, in the replace's transaction.
 from __future__ import annotations
 
 import sqlite3
+from decimal import Decimal
 
 from ftdesk.brokers.paper.engine_model import WORKING, Row, Spec, equity_spec, reject, words
 from ftdesk.brokers.paper.engine_rows import OrderRows
+from ftdesk.brokers.paper.quantities import ZERO, number, stored
 from ftdesk.brokers.paper.store import PaperStore
 from ftdesk.brokers.paper.userdata import iso_time
 from ftdesk.domain.clock import Clock
@@ -36,8 +38,8 @@ class OrderLinks:
         self._rows.publish(
             EventType.ORDER_CANCELED,
             canceled[0],
-            canceled_qty=row.remaining,
-            exec_qty=row.filled_qty,
+            canceled_qty=number(row.remaining),
+            exec_qty=number(row.filled_qty),
             reason=note or "canceled by the trader",
         )
         if cascade:
@@ -66,7 +68,7 @@ class OrderLinks:
                 result.append(other)
         return result
 
-    def after_fill(self, conn: sqlite3.Connection, row: Row, qty: int) -> None:
+    def after_fill(self, conn: sqlite3.Connection, row: Row, qty: Decimal) -> None:
         """Apply a fill's consequences to the other legs of its conditional order."""
         if row.group_id is None:
             return
@@ -78,7 +80,7 @@ class OrderLinks:
                 if row.status is OrderStatus.FILLED or left <= sibling.filled_qty:
                     self.cancel(conn, sibling, f"the other OCO leg {row.conf_num} filled", cascade=False)
                 else:
-                    conn.execute("UPDATE paper_orders SET qty = ? WHERE conf_num = ?", (left, sibling.conf_num))
+                    conn.execute("UPDATE paper_orders SET qty = ? WHERE conf_num = ?", (stored(left), sibling.conf_num))
                     reduced = self._rows.load(conn, sibling.conf_num)
                     self._rows.publish_order(EventType.ORDER_UPDATE, reduced, event="REDUCED_BY_OCO", by=row.conf_num)
             elif (
@@ -110,13 +112,13 @@ class OrderLinks:
             moved = self._rows.load(conn, conf_num)
             self._rows.publish_order(EventType.ORDER_UPDATE, moved, event="PRIMARY_REPLACED", by=new_conf)
 
-    def extra_position(self, row: Row) -> int:
+    def extra_position(self, row: Row) -> Decimal:
         """Shares a waiting conditional leg may use because its primary will buy (or short) them."""
         if row.status is not OrderStatus.PENDING_TRIGGER or row.parent_conf_num is None:
-            return 0
+            return ZERO
         parent = self._rows.owned(self._store.conn, row.parent_conf_num, row.spec.acct_num)
         if parent.spec.symbol != row.spec.symbol or not parent.working:
-            return 0
+            return ZERO
         return parent.spec.sign * parent.remaining
 
     def replacement(self, replace: ConditionalReplace, *, check_working: bool = True) -> tuple[list[Row], list[Spec]]:

@@ -12,6 +12,8 @@ from typing import Any
 
 from ftdesk.brokers.paper.ledger_money import dollars, price_float, price_of
 from ftdesk.brokers.paper.options import canonical_option_symbol
+from ftdesk.brokers.paper.quantities import SHARE_PLACES, SHARE_STEP, from_order, is_whole, number, shares
+from ftdesk.brokers.paper.quantities import text as quantity_text
 from ftdesk.domain.errors import OrderRejected
 from ftdesk.domain.orders import (
     ConditionalLeg,
@@ -130,7 +132,7 @@ class Spec:
     kind: str
     symbol: str
     action: str
-    qty: int
+    qty: Decimal  # shares (fractional to 0.0001 for equity), contracts, or spreads (multi-leg): always whole but equity
     price_type: PriceType
     limit: Decimal | None
     stop: Decimal | None
@@ -153,7 +155,7 @@ class Spec:
 
     def leg_units(self) -> list[tuple[Leg, int]]:
         """Return each multi-leg leg with its contracts per spread."""
-        return [(leg, leg.qty // self.qty) for leg in self.legs]
+        return [(leg, int(leg.qty // self.qty)) for leg in self.legs]
 
 
 @dataclass
@@ -164,7 +166,7 @@ class Row:
     conf_num: str
     spec: Spec
     status: OrderStatus
-    filled_qty: int
+    filled_qty: Decimal
     fill_value: Decimal
     commission_cents: int
     fees_cents: int
@@ -180,7 +182,7 @@ class Row:
     note: str | None
 
     @property
-    def remaining(self) -> int:
+    def remaining(self) -> Decimal:
         """Quantity still to fill."""
         return self.spec.qty - self.filled_qty
 
@@ -232,7 +234,7 @@ def row_from_db(r: sqlite3.Row) -> Row:
         kind=r["kind"],
         symbol=r["symbol"],
         action=r["action"],
-        qty=int(r["qty"]),
+        qty=shares(r["qty"]),
         price_type=PriceType(r["price_type"]),
         limit=Decimal(r["limit_price"]) if r["limit_price"] is not None else None,
         stop=Decimal(r["stop_price"]) if r["stop_price"] is not None else None,
@@ -244,7 +246,7 @@ def row_from_db(r: sqlite3.Row) -> Row:
         conf_num=r["conf_num"],
         spec=spec,
         status=OrderStatus(r["status"]),
-        filled_qty=int(r["filled_qty"]),
+        filled_qty=shares(r["filled_qty"]),
         fill_value=Decimal(r["fill_value"]),
         commission_cents=int(r["commission_cents"]),
         fees_cents=int(r["fees_cents"]),
@@ -265,15 +267,40 @@ def _optional_price(value: float | None) -> Decimal | None:
     return None if value is None else price_of(value)
 
 
-def whole_quantity(qty: float, what: str) -> int:
-    """Return a whole order quantity or reject a fractional one."""
-    if qty != math.floor(qty) or qty < 1:
+def fractional_refusal(order: EquityOrder | ConditionalLeg) -> str | None:
+    """Return why this order may not be for a fraction of a share, or None when it may.
+
+    Fractional shares trade on market and limit day orders that buy (B) or sell a long position (S); not
+    on stop or stop-limit orders, good-till-canceled orders, short sales, buys to cover, or conditional legs.
+    """
+    if isinstance(order, ConditionalLeg):
+        return "a conditional order's legs are whole shares"
+    if order.price_type not in (PriceType.MARKET, PriceType.LIMIT):
+        return "fractional shares trade on market (M) and limit (L) orders only"
+    if order.tif is not TimeInForce.DAY:
+        return "fractional shares trade on day (D) orders only"
+    if EquityAction(order.action) not in (EquityAction.BUY, EquityAction.SELL):
+        return "fractional shares are bought (B) and sold (S), never sold short or bought to cover"
+    return None
+
+
+def share_quantity(qty: float, refusal: str | None = None) -> Decimal:
+    """Return an equity order's quantity exactly; reject one finer than 0.0001 share, or a fraction ``refusal`` bars."""
+    exact = from_order(qty)
+    if exact <= 0 or exact != exact.quantize(SHARE_STEP):
         raise OrderRejected(
-            f"Quantity {qty:g} is not a whole number of {what}: fractional orders are not supported",
+            f"Quantity {qty:g} is not a number of shares the paper broker trades: more than 0, in steps of "
+            f"{SHARE_STEP} share at most ({SHARE_PLACES} decimal places)",
+            reason="INVALID_QUANTITY",
+            details={"qty": qty, "precision": SHARE_PLACES},
+        )
+    if refusal is not None and not is_whole(exact):
+        raise OrderRejected(
+            f"Quantity {qty:g} is a fraction of a share, and {refusal}",
             reason="INVALID_QUANTITY",
             details={"qty": qty},
         )
-    return int(qty)
+    return exact
 
 
 def option_symbol(text: str) -> str:
@@ -291,7 +318,7 @@ def equity_spec(order: EquityOrder | ConditionalLeg, acct_num: str) -> Spec:
         kind=EQUITY,
         symbol=order.symbol.strip().upper(),
         action=EquityAction(order.action).value,
-        qty=whole_quantity(order.qty, "shares"),
+        qty=share_quantity(order.qty, fractional_refusal(order)),
         price_type=order.price_type,
         limit=_optional_price(order.limit_price),
         stop=_optional_price(order.stop_price),
@@ -306,7 +333,7 @@ def option_spec(order: OptionOrder) -> Spec:
         kind=OPTION,
         symbol=option_symbol(order.symbol),
         action=OptionAction(order.action).value,
-        qty=order.qty,
+        qty=Decimal(order.qty),
         intent=order.position_intent,
         price_type=order.price_type,
         limit=_optional_price(order.limit_price),
@@ -324,7 +351,7 @@ def multileg_spec(order: MultiLegOptionOrder) -> Spec:
         kind=MULTI_LEG,
         symbol=order.underlying.strip().upper(),
         action=order.debit_credit.value,
-        qty=spreads,
+        qty=Decimal(spreads),
         price_type=order.price_type,
         limit=_optional_price(order.net_price) if order.price_type is PriceType.LIMIT else None,
         stop=None,
@@ -344,7 +371,7 @@ def status_desc(row: Row) -> str:
     """Describe an order's state the way a trader reads it."""
     spec = row.spec
     avg = row.avg_price
-    executed = f"{row.filled_qty:,} of {spec.qty:,}"
+    executed = f"{quantity_text(row.filled_qty, grouped=True)} of {quantity_text(spec.qty, grouped=True)}"
     side = row.fill_side
     price = "" if avg is None else money_text(abs(avg)) + (f" {_NET_WORD[side]}" if side else "")
     if row.status is OrderStatus.FILLED and avg is not None:
@@ -384,9 +411,9 @@ def to_order(row: Row) -> Order:
             status_desc=status_desc(row),
             cancelable_ind=row.working,
             replaceable_ind=row.replaceable,
-            qty=float(spec.qty),
-            qty_exec=float(row.filled_qty),
-            qty_remaining=float(row.remaining if row.working else 0),
+            qty=number(spec.qty),
+            qty_exec=number(row.filled_qty),
+            qty_remaining=number(row.remaining if row.working else 0),
             avg_exec_price=price_float(abs(avg)) if avg is not None else None,
             commission=dollars(row.commission_cents),
             reject_reason=row.reject_reason,
@@ -396,7 +423,7 @@ def to_order(row: Row) -> Order:
             # A filled spread names the side it filled at (a market spread states none); the price is its size.
             action=side or spec.action,
             action_desc=_NET_DESC[side] if side else spec.action_desc,
-            qty=float(spec.qty),
+            qty=number(spec.qty),
             price_type=spec.price_type,
             limit_price=price_float(spec.limit) if spec.limit is not None else None,
             stop_price=price_float(spec.stop) if spec.stop is not None else None,

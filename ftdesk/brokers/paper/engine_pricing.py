@@ -24,6 +24,7 @@ from ftdesk.brokers.paper.ledger_money import (
 )
 from ftdesk.brokers.paper.ledger_types import Commitment
 from ftdesk.brokers.paper.ports import Instrument, MarketView
+from ftdesk.brokers.paper.quantities import number
 from ftdesk.brokers.paper.store import PaperStore
 from ftdesk.domain.accounts import SecurityType
 from ftdesk.domain.clock import Clock
@@ -52,7 +53,7 @@ class Priced:
     principal_cents: int
     commission_cents: int
     fees_cents: int
-    changes: list[tuple[str, int, Decimal]]
+    changes: list[tuple[str, Decimal, Decimal]]
     quote: Quote | None
     size: int = 0
     warnings: list[str] = field(default_factory=list)
@@ -67,7 +68,7 @@ class Pricer:
         self._market = market
         self._clock = clock
 
-    def price(self, spec: Spec, instrument: Instrument, quote: Quote, qty: int) -> Priced:
+    def price(self, spec: Spec, instrument: Instrument, quote: Quote, qty: Decimal) -> Priced:
         """Price a single-leg order of ``qty`` at what it would likely fill at now."""
         buy = spec.sign > 0
         touch = price_of(quote.ask if buy else quote.bid) or price_of(quote.last)
@@ -91,7 +92,7 @@ class Pricer:
             size=quote.ask_size if buy else quote.bid_size,
         )
 
-    def price_multileg(self, spec: Spec, quotes: dict[str, Quote], spreads: int) -> Priced:
+    def price_multileg(self, spec: Spec, quotes: dict[str, Quote], spreads: Decimal) -> Priced:
         """Price ``spreads`` of a multi-leg order at its limit (or the legs' touch for a market order)."""
         touch_net = Decimal(0)
         changes = []
@@ -220,7 +221,7 @@ def preview_record(conf: str, spec: Spec, priced: Priced) -> OrderPreview:
         symbol=spec.symbol,
         action=spec.action,
         action_desc=spec.action_desc,
-        qty=float(spec.qty),
+        qty=number(spec.qty),
         price_type=spec.price_type,
         limit_price=price_float(spec.limit) if spec.limit is not None else None,
         stop_price=price_float(spec.stop) if spec.stop is not None else None,

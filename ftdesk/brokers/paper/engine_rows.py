@@ -11,6 +11,7 @@ from ftdesk.brokers.paper.engine_model import Row, Spec, row_from_db, status_des
 from ftdesk.brokers.paper.ledger_money import price_float, session_close, trading_day
 from ftdesk.brokers.paper.ledger_outbox import Outbox
 from ftdesk.brokers.paper.ports import EventSink
+from ftdesk.brokers.paper.quantities import number, stored
 from ftdesk.brokers.paper.userdata import iso_time
 from ftdesk.domain.clock import Clock
 from ftdesk.domain.errors import NotFound, OrderRejected
@@ -75,7 +76,7 @@ class OrderRows:
                 spec.kind,
                 spec.symbol,
                 spec.action,
-                spec.qty,
+                stored(spec.qty),
                 spec.price_type.value,
                 _text(spec.limit),
                 _text(spec.stop),
@@ -124,7 +125,7 @@ class OrderRows:
             "conf_num": row.conf_num,
             "symbol": spec.symbol,
             "action": spec.action,
-            "qty": spec.qty,
+            "qty": number(spec.qty),
             "price_type": spec.price_type.value,
             "limit_price": price_float(spec.limit) if spec.limit is not None else None,
             "stop_price": price_float(spec.stop) if spec.stop is not None else None,

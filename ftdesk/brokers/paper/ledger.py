@@ -237,11 +237,11 @@ class Ledger:
         """Return what an account may do; NotFound for an unknown account."""
         return self._book.rules(self._store.conn, acct_num)
 
-    def position_quantity(self, acct_num: str, symbol: str) -> int:
+    def position_quantity(self, acct_num: str, symbol: str) -> Decimal:
         """Return the signed quantity held of a symbol (0 when none)."""
         return self._book.position_quantity(acct_num, symbol)
 
-    def exposure(self, acct_num: str, changes: Iterable[tuple[str, int, Decimal]] = ()) -> Exposure:
+    def exposure(self, acct_num: str, changes: Iterable[tuple[str, Decimal, Decimal]] = ()) -> Exposure:
         """Return the account's exposure, optionally after hypothetical fills (symbol, signed qty, price)."""
         return self._book.exposure(acct_num, changes)
 

@@ -19,6 +19,7 @@ from ftdesk.brokers.paper.ledger_risk import Exposure, Holding, exposure
 from ftdesk.brokers.paper.ledger_types import AccountRules, Commitment, CommitmentSource
 from ftdesk.brokers.paper.options import parse_option_symbol
 from ftdesk.brokers.paper.ports import EventSink, Instrument, MarketView
+from ftdesk.brokers.paper.quantities import ZERO, shares, stored
 from ftdesk.brokers.paper.store import PaperStore
 from ftdesk.brokers.paper.userdata import iso_time
 from ftdesk.domain.accounts import AccountType, Balance, OptionContract, SecurityType
@@ -32,7 +33,7 @@ class Pos:
     """A position priced at the market: its lots summed, with the last and previous close prices."""
 
     symbol: str
-    quantity: int
+    quantity: Decimal
     basis_cents: int
     multiplier: int
     instrument: Instrument
@@ -123,7 +124,7 @@ class Book:
             result.append(
                 Pos(
                     r["symbol"],
-                    int(r["qty"]),
+                    shares(r["qty"]),
                     int(r["basis"]),
                     int(r["mult"]),
                     self.instrument(r["symbol"]),
@@ -171,7 +172,7 @@ class Book:
         )
 
     @staticmethod
-    def quantity_on(conn: sqlite3.Connection, acct: str, symbol: str, ex_date: date) -> int:
+    def quantity_on(conn: sqlite3.Connection, acct: str, symbol: str, ex_date: date) -> Decimal:
         """Return the signed quantity held at the end of the day before ``ex_date``."""
         ex = ex_date.isoformat()
         open_qty = conn.execute(
@@ -183,7 +184,7 @@ class Book:
             " WHERE acct_num = ? AND symbol = ? AND acquired_date < ? AND closed_date >= ?",
             (acct, symbol, ex, ex),
         ).fetchone()[0]
-        return int(open_qty) + int(closed_qty)
+        return shares(open_qty) + shares(closed_qty)
 
     @staticmethod
     def end_of_day_cash(conn: sqlite3.Connection, acct: str, first: date, last: date) -> list[tuple[date, int]]:
@@ -218,7 +219,7 @@ class Book:
             days = (last - start).days + 1
             if days <= 0:
                 continue
-            qty = min(int(loan["quantity"]), max(0, self.position_quantity(acct, loan["symbol"])))
+            qty = min(shares(loan["quantity"]), max(ZERO, self.position_quantity(acct, loan["symbol"])))
             value = self.prices(loan["symbol"])[0] * qty
             total += value * Decimal(loan["rate_pct"]) / 100 / 365 * days
         return cents(total)
@@ -241,7 +242,7 @@ class Book:
         txn_type: str,
         description: str,
         symbol: str | None,
-        quantity: int | None,
+        quantity: Decimal | int | None,
         price: Decimal | None,
         amount_cents: int,
         commission_cents: int,
@@ -260,7 +261,7 @@ class Book:
                 txn_type,
                 description,
                 symbol,
-                quantity,
+                None if quantity is None else stored(quantity),
                 None if price is None else str(price),
                 amount_cents,
                 commission_cents,
@@ -271,15 +272,15 @@ class Book:
         )
         return txn_id(int(cur.lastrowid or 0))
 
-    def position_quantity(self, acct_num: str, symbol: str) -> int:
+    def position_quantity(self, acct_num: str, symbol: str) -> Decimal:
         """Return the signed quantity held of a symbol (0 when none)."""
         row = self._store.query_one(
             "SELECT COALESCE(SUM(quantity), 0) AS q FROM paper_lots WHERE acct_num = ? AND symbol = ?",
             (acct_num, symbol),
         )
-        return int(row["q"]) if row else 0
+        return shares(row["q"]) if row else ZERO
 
-    def exposure(self, acct_num: str, changes: Iterable[tuple[str, int, Decimal]] = ()) -> Exposure:
+    def exposure(self, acct_num: str, changes: Iterable[tuple[str, Decimal, Decimal]] = ()) -> Exposure:
         """Return the account's exposure, optionally after hypothetical fills (symbol, signed qty, price)."""
         conn = self._store.conn
         rules = self.rules(conn, acct_num)

@@ -24,6 +24,7 @@ from decimal import ROUND_HALF_UP, Decimal
 from ftdesk.brokers.paper.ledger_book import Book
 from ftdesk.brokers.paper.ledger_money import CORE_RATE_PCT, MARGIN_RATE_PCT, cents, dollars, trade_date
 from ftdesk.brokers.paper.options import is_option_symbol
+from ftdesk.brokers.paper.quantities import text as quantity_text
 from ftdesk.brokers.paper.store import PaperStore
 from ftdesk.domain.accounts import AccrualDetail, CashAccrualDetail
 from ftdesk.domain.clock import Clock
@@ -190,7 +191,7 @@ class Income:
                     accrual_type="DIVIDEND",
                     accrual_amount=dollars(cents(div.per_share * qty)),
                     accrual_date=div.pay_date.isoformat(),
-                    description=f"{p.symbol} dividend ${div.per_share}/share on {qty} shares,"
+                    description=f"{p.symbol} dividend ${div.per_share}/share on {quantity_text(qty)} shares,"
                     f" ex-date {div.ex_date.isoformat()}, payable {div.pay_date.isoformat()}",
                     symbol=p.symbol,
                     rate=float(div.per_share),

@@ -40,6 +40,8 @@ from ftdesk.brokers.paper.ledger_money import (
 )
 from ftdesk.brokers.paper.ledger_types import AccountRules, Fill
 from ftdesk.brokers.paper.ports import Instrument
+from ftdesk.brokers.paper.quantities import ZERO, number, shares, stored
+from ftdesk.brokers.paper.quantities import text as quantity_text
 from ftdesk.brokers.paper.store import PaperStore
 from ftdesk.domain.accounts import SecurityType, Term
 from ftdesk.domain.clock import Clock
@@ -70,10 +72,10 @@ class Lots:
         instrument = self._book.instrument(fill.symbol)
         is_option = instrument.security_type is SecurityType.OPTION
         lots = self._book.open_lot_rows(conn, fill.acct_num, fill.symbol)
-        held = sum(int(r["quantity"]) for r in lots)
+        held = sum((shares(r["quantity"]) for r in lots), ZERO)
         buying = fill.quantity > 0
-        size = abs(fill.quantity)
-        closing = min(size, abs(held)) if held and (held > 0) != buying else 0
+        size = abs(Decimal(fill.quantity))
+        closing = min(size, abs(held)) if held and (held > 0) != buying else ZERO
         parts = [(q, c) for q, c in ((closing, True), (size - closing, False)) if q]
         commissions = split_cents(fill.commission_cents, [q for q, _ in parts])
         fees = split_cents(fill.fees_cents, [q for q, _ in parts])
@@ -115,7 +117,7 @@ class Lots:
         rules: AccountRules,
         symbol: str,
         instrument: Instrument,
-        quantity: int,
+        quantity: Decimal,
         basis_cents: int,
         day: date,
     ) -> bool:
@@ -128,7 +130,7 @@ class Lots:
                 instrument.security_type is SecurityType.OPTION,
                 instrument.multiplier,
                 day.isoformat(),
-                quantity,
+                stored(quantity),
                 basis_cents,
             ),
         )
@@ -152,23 +154,23 @@ class Lots:
         conn: sqlite3.Connection,
         rules: AccountRules,
         lots: list[sqlite3.Row],
-        qty: int,
+        qty: Decimal,
         amount: int,
         day: date,
     ) -> tuple[int, bool]:
-        takes: list[tuple[sqlite3.Row, int]] = []
+        takes: list[tuple[sqlite3.Row, Decimal]] = []
         left = qty
         for lot in lots:
             if left == 0:
                 break
-            take = min(left, abs(int(lot["quantity"])))
+            take = min(left, abs(shares(lot["quantity"])))
             takes.append((lot, take))
             left -= take
-        shares = split_cents(abs(amount), [t for _, t in takes])
+        moneys = split_cents(abs(amount), [t for _, t in takes])
         realized = 0
         closed_ids: list[int] = []
-        for (lot, take), money in zip(takes, shares, strict=True):
-            lot_qty = int(lot["quantity"])
+        for (lot, take), money in zip(takes, moneys, strict=True):
+            lot_qty = shares(lot["quantity"])
             basis = int(lot["basis_cents"])
             part = basis if take == abs(lot_qty) else cents(Decimal(basis) * take / abs(lot_qty) / 100)
             long_lot = lot_qty > 0
@@ -183,7 +185,7 @@ class Lots:
                     rules.acct_num,
                     lot["symbol"],
                     "LONG" if long_lot else "SHORT",
-                    take,
+                    stored(take),
                     lot["acquired_date"],
                     day.isoformat(),
                     cost,
@@ -197,11 +199,12 @@ class Lots:
             if take == abs(lot_qty):
                 conn.execute("DELETE FROM paper_lots WHERE id = ?", (lot["id"],))
             else:
-                sign = 1 if long_lot else -1
+                left_in_lot = lot_qty - take if long_lot else lot_qty + take
+                absorbed = min(shares(lot["wash_absorbed_qty"]), abs(left_in_lot))
                 conn.execute(
-                    "UPDATE paper_lots SET quantity = quantity - ?, basis_cents = basis_cents - ?,"
-                    " wash_absorbed_qty = MIN(wash_absorbed_qty, ABS(quantity - ?)) WHERE id = ?",
-                    (sign * take, part, sign * take, lot["id"]),
+                    "UPDATE paper_lots SET quantity = ?, basis_cents = basis_cents - ?, wash_absorbed_qty = ?"
+                    " WHERE id = ?",
+                    (stored(left_in_lot), part, stored(absorbed), lot["id"]),
                 )
         washed = False
         if closed_ids and not rules.retirement:
@@ -225,37 +228,39 @@ class Lots:
                 " AND acquired_date >= ? ORDER BY acquired_date, id",
                 (rules.acct_num, loss["symbol"], (day - _WASH_WINDOW).isoformat()),
             ).fetchall()
-            wanted = int(loss["quantity"])
+            wanted = shares(loss["quantity"])
             for lot in candidates:
                 if wanted == 0:
                     break
                 if int(lot["id"]) in sold_lots:
                     continue
-                matched = self._wash(conn, loss, int(lot["id"]), int(lot["quantity"]) - int(lot["wash_absorbed_qty"]))
+                free = shares(lot["quantity"]) - shares(lot["wash_absorbed_qty"])
+                matched = self._wash(conn, loss, int(lot["id"]), free)
                 wanted -= matched
                 washed = washed or matched > 0
                 loss = conn.execute("SELECT * FROM paper_closed_lots WHERE id = ?", (closed_id,)).fetchone()
         return washed
 
     @staticmethod
-    def _wash(conn: sqlite3.Connection, loss: sqlite3.Row, lot_id: int, available: int) -> int:
+    def _wash(conn: sqlite3.Connection, loss: sqlite3.Row, lot_id: int, available: Decimal) -> Decimal:
         """Disallow the loss of ``loss`` for up to ``available`` replacement shares of lot ``lot_id``."""
-        qty = int(loss["quantity"])
-        matched = min(available, qty - int(loss["wash_qty"]))
+        qty = shares(loss["quantity"])
+        matched = min(available, qty - shares(loss["wash_qty"]))
         if matched <= 0:
-            return 0
+            return ZERO
         total_loss = int(loss["cost_cents"]) - int(loss["proceeds_cents"])
-        done = int(loss["wash_qty"]) + matched
+        done = shares(loss["wash_qty"]) + matched
         disallowed_to_date = total_loss if done == qty else cents(Decimal(total_loss) * done / qty / 100)
         amount = disallowed_to_date - int(loss["disallowed_cents"])
         conn.execute(
             "UPDATE paper_closed_lots SET wash_qty = ?, disallowed_cents = ? WHERE id = ?",
-            (done, disallowed_to_date, loss["id"]),
+            (stored(done), disallowed_to_date, loss["id"]),
         )
+        absorbed = conn.execute("SELECT wash_absorbed_qty FROM paper_lots WHERE id = ?", (lot_id,)).fetchone()[0]
         conn.execute(
             "UPDATE paper_lots SET basis_cents = basis_cents + ?, wash_adj_cents = wash_adj_cents + ?,"
-            " wash_absorbed_qty = wash_absorbed_qty + ? WHERE id = ?",
-            (amount, amount, matched, lot_id),
+            " wash_absorbed_qty = ? WHERE id = ?",
+            (amount, amount, stored(shares(absorbed) + matched), lot_id),
         )
         return matched
 
@@ -274,7 +279,7 @@ class Lots:
             # The market quotes an expired option at its settlement value. Settling at the price positions are
             # valued at (zero for a series the market no longer quotes) keeps net worth from jumping.
             settlement = self._book.prices(row["symbol"])[0]
-            qty = int(row["qty"])
+            qty = shares(row["qty"])
             label = "OPTION_EXPIRED" if settlement == 0 else "OPTION_CASH_SETTLED"
             fills.append(Fill(row["acct_num"], row["symbol"], -qty, settlement, txn_type=label))
         for fill in fills:
@@ -282,7 +287,7 @@ class Lots:
         return len(fills)
 
     def _publish_fill_events(
-        self, conn: sqlite3.Connection, fill: Fill, held_before: int, realized: int, wash: bool, lot_changes: int
+        self, conn: sqlite3.Connection, fill: Fill, held_before: Decimal, realized: int, wash: bool, lot_changes: int
     ) -> None:
         if self._book.outbox.quiet:
             return
@@ -294,9 +299,9 @@ class Lots:
         ).fetchone()
         position = {
             **base,
-            "quantity": int(row[0]),
-            "previous_quantity": held_before,
-            "change": fill.quantity,
+            "quantity": number(shares(row[0])),
+            "previous_quantity": number(held_before),
+            "change": number(fill.quantity),
             "price": price_float(fill.price),
         }
         self._book.publish(EventType.POSITION_CHANGE, EventCategory.POSITION, position)
@@ -304,7 +309,7 @@ class Lots:
         basis = {
             **base,
             "cost_basis": dollars(int(row[1])),
-            "quantity": int(row[0]),
+            "quantity": number(shares(row[0])),
             "lot_changes": lot_changes,
             "realized_gain_loss": dollars(realized),
             "wash_sale": wash,
@@ -320,7 +325,7 @@ def _txn_type(is_option: bool, buying: bool, closing: bool) -> str:
     return "SELL" if closing else "SELL_SHORT"
 
 
-def _fill_description(txn_type: str, instrument: Instrument, qty: int, price: Decimal, closing: bool) -> str:
+def _fill_description(txn_type: str, instrument: Instrument, qty: Decimal, price: Decimal, closing: bool) -> str:
     if txn_type in ("OPTION_EXPIRED", "OPTION_CASH_SETTLED"):
         what = "EXPIRED WORTHLESS" if txn_type == "OPTION_EXPIRED" else f"CASH SETTLED AT ${price}"
         return f"{instrument.description} {what}"
@@ -334,4 +339,4 @@ def _fill_description(txn_type: str, instrument: Instrument, qty: int, price: De
     }[txn_type]
     if instrument.option is not None:
         verb += " CLOSING TRANSACTION" if closing else " OPENING TRANSACTION"
-    return f"{verb} {qty} {instrument.description} ({instrument.symbol}) @ {price.normalize():f}"
+    return f"{verb} {quantity_text(qty)} {instrument.description} ({instrument.symbol}) @ {price.normalize():f}"

@@ -18,6 +18,7 @@ Paper fee and rate schedule (documented constants, not advice):
 from __future__ import annotations
 
 import functools
+from collections.abc import Sequence
 from datetime import date, datetime, time, timedelta
 from decimal import ROUND_CEILING, ROUND_HALF_UP, Decimal
 
@@ -66,9 +67,9 @@ def pct(part: int | Decimal, whole: int | Decimal) -> float:
     return float((Decimal(part) * 100 / abs(Decimal(whole))).quantize(CENT, rounding=ROUND_HALF_UP))
 
 
-def split_cents(total: int, weights: list[int]) -> list[int]:
+def split_cents(total: int, weights: Sequence[Decimal | int]) -> list[int]:
     """Split ``total`` cents in proportion to ``weights`` so the parts add up exactly."""
-    whole = sum(weights)
+    whole = sum(weights, Decimal(0))
     parts: list[int] = []
     given = 0
     for i, weight in enumerate(weights):
@@ -81,7 +82,7 @@ def split_cents(total: int, weights: list[int]) -> list[int]:
     return parts
 
 
-def sell_fees_cents(quantity: int, principal_cents: int, is_option: bool) -> int:
+def sell_fees_cents(quantity: Decimal | int, principal_cents: int, is_option: bool) -> int:
     """Return the SEC fee plus FINRA TAF of a sale, in cents."""
     sec = (Decimal(principal_cents) / 100 * SEC_FEE_PER_MILLION / 1_000_000).quantize(CENT, rounding=ROUND_CEILING)
     taf_raw = quantity * (TAF_PER_CONTRACT if is_option else TAF_PER_SHARE)
@@ -89,9 +90,9 @@ def sell_fees_cents(quantity: int, principal_cents: int, is_option: bool) -> int
     return cents(sec + taf)
 
 
-def commission_cents(quantity: int, is_option: bool) -> int:
-    """Return the commission of a fill, in cents."""
-    return OPTION_COMMISSION_CENTS * quantity if is_option else 0
+def commission_cents(quantity: Decimal | int, is_option: bool) -> int:
+    """Return the commission of a fill, in cents (contracts are whole; equity trades, fractional too, are free)."""
+    return int(OPTION_COMMISSION_CENTS * quantity) if is_option else 0
 
 
 def trade_date(when: datetime) -> date:

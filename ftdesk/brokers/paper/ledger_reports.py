@@ -9,6 +9,7 @@ from decimal import Decimal
 
 from ftdesk.brokers.paper.ledger_book import Book, Pos, txn_id
 from ftdesk.brokers.paper.ledger_money import cents, dollars, is_long_term, pct, price_float, trade_date
+from ftdesk.brokers.paper.quantities import ZERO, number, shares
 from ftdesk.brokers.paper.store import PaperStore
 from ftdesk.domain.accounts import (
     Account,
@@ -65,7 +66,7 @@ class Reports:
                     security_type=p.instrument.security_type,
                     description=p.instrument.description,
                     cusip=p.instrument.cusip or None,
-                    quantity=float(p.quantity),
+                    quantity=number(p.quantity),
                     last_price=price_float(p.last),
                     last_price_chg=price_float(chg),
                     last_price_chg_pct=pct(chg, p.prev_close) if p.prev_close else 0.0,
@@ -100,7 +101,7 @@ class Reports:
                 txn_type=r["txn_type"],
                 description=r["description"],
                 symbol=r["symbol"],
-                quantity=None if r["quantity"] is None else float(r["quantity"]),
+                quantity=None if r["quantity"] is None else number(shares(r["quantity"])),
                 price=None if r["price"] is None else price_float(Decimal(r["price"])),
                 amount=dollars(int(r["amount_cents"])),
                 commission=dollars(int(r["commission_cents"])),
@@ -115,7 +116,7 @@ class Reports:
         self._book.rules(conn, acct_num)
         today = trade_date(self._clock.now())
         positions = self._book.positions(conn, acct_num)
-        shares = {p.symbol: p.quantity for p in positions if p.instrument.option is None}
+        held = {p.symbol: p.quantity for p in positions if p.instrument.option is None}
         groups: dict[str, list[Pos]] = defaultdict(list)
         for p in positions:
             if p.instrument.option is not None:
@@ -134,7 +135,7 @@ class Reports:
                 OptionUnderlyingSummary(
                     underlying=underlying,
                     underlying_price=price_float(price),
-                    strategy=_strategy(legs, shares.get(underlying, 0)),
+                    strategy=_strategy(legs, held.get(underlying, ZERO)),
                     legs=leg_records,
                     total_market_value=dollars(mv),
                     total_cost_basis=dollars(basis),
@@ -166,7 +167,7 @@ class Reports:
                     acct_num=acct_num,
                     symbol=symbol,
                     description=self._book.instrument(symbol).description,
-                    quantity=float(sum(int(r["quantity"]) for r in lots)),
+                    quantity=number(sum((shares(r["quantity"]) for r in lots), ZERO)),
                     proceeds=dollars(proceeds),
                     cost_basis=dollars(cost),
                     gain_loss=dollars(proceeds - cost),
@@ -185,7 +186,7 @@ class Reports:
             ClosedLotDetail(
                 lot_id=_lot_id(int(r["lot_id"])),
                 symbol=r["symbol"],
-                quantity=float(r["quantity"]),
+                quantity=number(shares(r["quantity"])),
                 acquired_date=r["acquired_date"],
                 sold_date=r["closed_date"],
                 cost_basis=dollars(int(r["cost_cents"])),
@@ -206,7 +207,7 @@ class Reports:
         last = self._book.prices(symbol)[0]
         lots = []
         for r in self._book.open_lot_rows(conn, acct_num, symbol):
-            qty = int(r["quantity"])
+            qty = shares(r["quantity"])
             basis = int(r["basis_cents"])
             mv = cents(last * qty * int(r["multiplier"]))
             acquired = date.fromisoformat(r["acquired_date"])
@@ -214,7 +215,7 @@ class Reports:
                 LotDetail(
                     lot_id=_lot_id(int(r["id"])),
                     acquired_date=r["acquired_date"],
-                    quantity=float(qty),
+                    quantity=number(qty),
                     cost_basis=dollars(basis),
                     cost_per_share=price_float(Decimal(basis) / 100 / (qty * int(r["multiplier"]))),
                     market_value=dollars(mv),
@@ -233,7 +234,7 @@ class Reports:
         today = trade_date(self._clock.now())
         result = []
         for loan in conn.execute("SELECT * FROM paper_loans WHERE acct_num = ? ORDER BY symbol", (acct_num,)):
-            qty = min(int(loan["quantity"]), max(0, self._book.position_quantity(acct_num, loan["symbol"])))
+            qty = min(shares(loan["quantity"]), max(ZERO, self._book.position_quantity(acct_num, loan["symbol"])))
             if qty == 0:
                 continue
             last = self._book.prices(loan["symbol"])[0]
@@ -241,7 +242,7 @@ class Reports:
                 LoanedSecurity(
                     acct_num=acct_num,
                     symbol=loan["symbol"],
-                    quantity=float(qty),
+                    quantity=number(qty),
                     rate=float(loan["rate_pct"]),
                     market_value=dollars(cents(last * qty)),
                     loan_date=loan["loan_date"],
@@ -298,7 +299,7 @@ def _option_leg(p: Pos, underlying: Decimal, today: date) -> OptionLegSummary:
         strike=option.strike,
         expiration=option.expiration.isoformat(),
         days_to_expiration=max(0, (option.expiration - today).days),
-        quantity=float(p.quantity),
+        quantity=number(p.quantity),
         last_price=price_float(p.last),
         market_value=dollars(mv),
         cost_basis=dollars(p.basis_cents),
@@ -308,7 +309,7 @@ def _option_leg(p: Pos, underlying: Decimal, today: date) -> OptionLegSummary:
     )
 
 
-def _strategy(legs: list[Pos], shares: int) -> str:
+def _strategy(legs: list[Pos], shares: Decimal) -> str:
     """Name the strategy the option legs on one underlying form."""
     options = [(p.instrument.option, p.quantity) for p in legs if p.instrument.option is not None]
     if len(options) == 1:

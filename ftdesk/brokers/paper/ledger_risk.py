@@ -38,7 +38,7 @@ class Holding:
     """One position as the risk rules see it: signed quantity, multiplier and current price."""
 
     symbol: str
-    quantity: int
+    quantity: Decimal | int
     last: Decimal
     instrument: Instrument | None
 
@@ -92,7 +92,7 @@ def option_cover(
     holdings: Iterable[Holding], underlying_prices: dict[str, Decimal], naked_allowed: bool
 ) -> OptionCover:
     """Return the cover and requirement of the short options among ``holdings``."""
-    shares: dict[str, int] = defaultdict(int)
+    shares: dict[str, Decimal] = defaultdict(Decimal)
     longs: dict[tuple[str, OptionType], list[tuple[Decimal, date]]] = defaultdict(list)
     shorts: dict[tuple[str, OptionType], list[_Short]] = defaultdict(list)
     for h in holdings:
@@ -104,13 +104,13 @@ def option_cover(
         key = (opt.underlying, opt.option_type)
         strike = Decimal(str(opt.strike))
         if h.quantity > 0:
-            longs[key].extend([(strike, opt.expiration)] * h.quantity)
+            longs[key].extend([(strike, opt.expiration)] * int(h.quantity))
         elif h.quantity < 0:
-            shorts[key].extend([_Short(strike, opt.expiration, h.last, opt.multiplier)] * -h.quantity)
+            shorts[key].extend([_Short(strike, opt.expiration, h.last, opt.multiplier)] * int(-h.quantity))
     total = OptionCover()
     for (underlying, kind), contracts in shorts.items():
         price = underlying_prices.get(underlying, Decimal(0))
-        free_shares = shares.get(underlying, 0) if kind is OptionType.CALL else 0
+        free_shares = shares.get(underlying, Decimal(0)) if kind is OptionType.CALL else Decimal(0)
         # Either order of using cover can be the better one (shares on a short that a long could have
         # paired leave another short naked, and the reverse): take the one with fewer naked contracts,
         # then the lower requirement.
@@ -135,7 +135,7 @@ def _assign(
     kind: OptionType,
     shorts: list[_Short],
     longs: list[tuple[Decimal, date]],
-    free_shares: int,
+    free_shares: Decimal,
     underlying_price: Decimal,
     naked_allowed: bool,
     order: str,

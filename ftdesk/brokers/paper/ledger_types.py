@@ -11,11 +11,14 @@ from ftdesk.domain.accounts import AccountType
 
 @dataclass(frozen=True)
 class Fill:
-    """One execution for the ledger: ``quantity`` is signed (+ bought, - sold) in shares or contracts."""
+    """One execution for the ledger: ``quantity`` is signed (+ bought, - sold) in shares or contracts.
+
+    Shares may be fractional (to 0.0001); contracts are whole. An ``int`` is accepted for whole quantities.
+    """
 
     acct_num: str
     symbol: str
-    quantity: int
+    quantity: Decimal | int
     price: Decimal
     commission_cents: int = 0
     fees_cents: int = 0

@@ -22,6 +22,7 @@ from ftdesk.domain.orders import (
     OrderStatus,
     ReplaceOrder,
     StagedOrderDraft,
+    TimeInForce,
 )
 from tests.fakes.clock import ManualClock
 from tests.unit.paper.test_ledger import CALL, PUT, World, scripted_market
@@ -642,7 +643,9 @@ def test_staged_orders_are_saved_listed_and_deleted(world: World) -> None:
     [
         (dict(action="B", qty=500), "INSUFFICIENT_BUYING_POWER", "Insufficient buying power"),
         (dict(action="B", qty=1, symbol="ZZZZ"), "UNKNOWN_SYMBOL", "Unknown symbol ZZZZ"),
-        (dict(action="B", qty=1.5), "INVALID_QUANTITY", "fractional"),
+        (dict(action="B", qty=1.00005), "INVALID_QUANTITY", "in steps of 0.0001 share"),
+        (dict(action="B", qty=1.5, pt="S", stop_price=101), "INVALID_QUANTITY", "market (M) and limit (L) orders only"),
+        (dict(action="B", qty=0.5, tif=TimeInForce.GTC), "INVALID_QUANTITY", "day (D) orders only"),
         (dict(action="S", qty=11), "INSUFFICIENT_POSITION", "at most 10 AAPL"),
         (dict(action="B", qty=1, pt="L", limit_price=600), "PRICE_OUT_OF_BOUNDS", "too far from the market"),
         (dict(action="B", qty=1, pt="S", stop_price=99), "INVALID_STOP_PRICE", "above the last price"),
