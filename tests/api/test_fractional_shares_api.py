@@ -220,3 +220,18 @@ async def test_a_world_written_by_the_whole_share_version_opens_unchanged_and_ta
     await preview_and_place(service, "equity", market(acct, "S", 0.5, "MSFT"))
     msft = await position(service, acct, "MSFT")
     assert msft is not None and msft["quantity"] == 61.5
+
+
+async def test_the_openapi_says_an_equity_qty_is_a_number_with_its_precision_and_where_fractions_go(service) -> None:
+    status, spec = await service.call("GET", "/docs/openapi.json")
+    assert status == 200
+    schemas = spec["components"]["schemas"]
+    for path in ("/api/v1/orders/equity/preview", "/api/v1/orders/equity/place", "/api/v1/orders/replace/preview"):
+        ref = spec["paths"][path]["post"]["requestBody"]["content"]["application/json"]["schema"]["$ref"]
+        qty = schemas[ref.rsplit("/", 1)[-1]]["properties"]["qty"]
+        assert qty["type"] == "number" and qty["exclusiveMinimum"] == 0, path
+        for words in ("4 decimal places", "0.0001", "market (M)", "limit (L)", "day (D)", "Fidelity: whole shares"):
+            assert words in qty["description"], (path, words)
+    ref = spec["paths"]["/api/v1/orders/option/preview"]["post"]["requestBody"]["content"]["application/json"]
+    option_qty = schemas[ref["schema"]["$ref"].rsplit("/", 1)[-1]]["properties"]["qty"]
+    assert option_qty["type"] == "integer"  # contracts stay whole
