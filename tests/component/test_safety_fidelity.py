@@ -15,6 +15,7 @@ from tests.conftest import RunningService
 from tests.fakes import fidelity_payloads as payloads
 from tests.fakes.fidelity_orders import BASE
 from tests.fakes.fidelity_server import FakeFidelity
+from tests.fakes.mdds_server import FakeMdds
 
 API = "/api/v1"
 BUY = {
@@ -30,12 +31,15 @@ BUY = {
 
 @pytest.fixture
 async def upstream() -> AsyncIterator[FakeFidelity]:
-    fake = FakeFidelity()
+    mdds = FakeMdds()  # quotes for the price-distance check come from MDDS, as in production
+    await mdds.start()
+    fake = FakeFidelity(mdds=mdds)
     await fake.start()
     try:
         yield fake
     finally:
         await fake.close()
+        await mdds.close()
 
 
 @pytest.fixture
@@ -99,3 +103,21 @@ async def test_a_halt_cancels_the_open_orders_at_the_upstream_and_previews_stop_
     status, refused = await service.call("POST", f"{API}/orders/equity/preview", json=BUY)
     assert status == 409 and refused["error"]["code"] == "TRADING_HALTED", refused
     assert order_calls(upstream) == before
+
+
+async def test_the_price_distance_is_measured_from_the_mdds_quote(start, upstream: FakeFidelity) -> None:
+    service = await start(max_price_distance_pct="10")
+    status, quotes = await service.call("GET", f"{API}/market-data/quotes", params={"symbols": "AAPL"})
+    assert status == 200, quotes
+    last = quotes["data"]["quotes"][0]["last"]
+    near = {**BUY, "qty": 1, "limitPrice": round(last * 0.9 + 0.01, 2)}  # inside 10 %
+    far = {**BUY, "qty": 1, "limitPrice": round(last * 0.9 - 0.01, 2)}  # just past it
+
+    before = order_calls(upstream)
+    status, refused = await service.call("POST", f"{API}/orders/equity/preview", json=far)
+    assert status == 422 and refused["error"]["details"]["limit"] == "max_price_distance_pct", refused
+    assert refused["error"]["details"]["quote"] == last
+    assert order_calls(upstream) == before
+    status, answer = await service.call("POST", f"{API}/orders/equity/preview", json=near)
+    assert status == 200 or answer["error"]["code"] == "ORDER_REJECTED", answer  # the fake prices AAPL its own way
+    assert order_calls(upstream) == before + 1, "inside the limit, the preview went to the upstream"
