@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
+from pydantic.config import JsonDict
 from typing_extensions import TypeAliasType
 
 from ftdesk.domain.field_meanings import describe_units
@@ -59,6 +60,14 @@ class Record(BaseModel):
     )
 
 
+def _absent_not_null(schema: JsonDict) -> None:
+    # raw is left out of an answer rather than sent as null: the schema says "an object, when present".
+    branches = schema.pop("anyOf", [])
+    schema.pop("default", None)
+    if isinstance(branches, list):
+        schema.update(next(b for b in branches if isinstance(b, dict) and b.get("type") != "null"))
+
+
 class UpstreamRecord(Record):
     """A record whose upstream shape is only partly known; the Fidelity adapter keeps the payload."""
 
@@ -67,4 +76,5 @@ class UpstreamRecord(Record):
         # Present only when there is an upstream payload, so paper responses carry no empty field.
         exclude_if=lambda value: value is None,
         description="The upstream payload this record was mapped from (Fidelity broker only; absent on paper).",
+        json_schema_extra=_absent_not_null,
     )
