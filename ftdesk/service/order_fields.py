@@ -11,7 +11,16 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, AliasChoices, AliasGenerator, BeforeValidator, ConfigDict, Field, StringConstraints
+from pydantic import (
+    AfterValidator,
+    AliasChoices,
+    AliasGenerator,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    PlainSerializer,
+    StringConstraints,
+)
 from pydantic.alias_generators import to_camel, to_snake
 from pydantic_core import PydanticCustomError
 
@@ -52,11 +61,18 @@ def _share_precision(value: float) -> float:
     return value
 
 
+def _whole_as_int(value: float) -> float | int:
+    # A whole quantity dumps as 10, as when quantities were integers: body hashes kept by the journal for
+    # Idempotency-Key replays (30 days, across restarts and upgrades) stay the same.
+    return int(value) if value == int(value) else value
+
+
 ShareQuantity = Annotated[
     float,
     Field(gt=0, le=10_000_000, allow_inf_nan=False, strict=False),
     BeforeValidator(_a_json_number),
     AfterValidator(_share_precision),
+    PlainSerializer(_whole_as_int),
 ]
 """A positive number of shares: whole (10) or fractional to four decimal places (2.5, 0.0001) where allowed."""
 
