@@ -186,7 +186,8 @@ class LimitChecker:
             raise _refuse("max_orders_per_minute", rate, done + 1, f"{done} places in the last minute already")
         for line in lines:
             await self._check_prices(limits, line, quote)
-        if limits.max_open_orders is not None:
+        # A replace swaps a working order for another: it never adds one, so it passes at the open-orders limit.
+        if limits.max_open_orders is not None and not isinstance(order, ReplaceOrder | ConditionalReplace):
             self.open_orders = count = await open_orders()
             if count >= limits.max_open_orders:
                 raise _refuse(

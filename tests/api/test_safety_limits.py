@@ -192,3 +192,16 @@ async def test_a_daily_loss_past_the_limit_halts_trading_once_and_a_resume_lifts
     await desk.ok("POST", "/safety/resume")
     accepted(await preview(desk, await desk.resting_buy(losing)))  # resumed: the same day's loss halts no more
     assert not desk.control.safety().halt.halted
+
+
+async def test_a_replace_at_the_open_orders_limit_passes_it_adds_no_order(make_desk) -> None:
+    desk: Desk = await make_desk(limits={"max_open_orders": "1"})
+    acct = await desk.account()
+    body = await desk.resting_buy(acct, qty=1)
+    conf = accepted(await desk.place(body))["conf_num"]
+    refused(await desk.place(await desk.resting_buy(acct, qty=2)), "max_open_orders", 1, 2)
+    replace = {**body, "qty": 2, "orig_conf_num": conf}
+    preview_conf = accepted(await preview(desk, replace, "replace"))["conf_num"]
+    placed = await desk.call("POST", "/orders/replace/place", json={**replace, "confNum": preview_conf})
+    accepted(placed)
+    assert [o["status_detail"]["qty"] for o in await desk.open_orders()] == [2.0]
