@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 
 import pytest
 from PySide6.QtWidgets import QApplication
@@ -115,3 +115,16 @@ def _qt_garbage_on_the_main_thread():
         yield
     finally:
         gc.enable()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    """Collect a GUI test's leftovers on the main thread as soon as its fixtures are finalized.
+
+    Left to an automatic collection, they would go whenever one starts: during the next test, maybe in one of
+    its worker threads (a test outside tests/gui runs with automatic collection on), with the segfault the
+    fixture above describes. The desktop app's objects hold each other in cycles (subscriptions, bound-method
+    connections), so only a collection frees them.
+    """
+    yield
+    gc.collect()
