@@ -17,7 +17,7 @@ from ftdesk.gui.desk_feed import DeskFeed
 from ftdesk.gui.live_confirm import LiveTradingConfirmDialog
 from ftdesk.gui.login_dialog import LoginDialog
 from ftdesk.gui.resume_confirm import ResumeConfirmDialog
-from ftdesk.gui.safety_watch import SafetyWatch, halt_outcome_text, limit_lines
+from ftdesk.gui.safety_watch import DESKTOP_SOURCE, SafetyWatch, halt_outcome_text, limit_lines
 from ftdesk.gui.settings_dialog import SettingsDialog
 from ftdesk.gui.welcome import WelcomeDialog
 from ftdesk.service.control import LoginItem
@@ -25,9 +25,6 @@ from ftdesk.service.control import LoginItem
 log = logging.getLogger(__name__)
 
 D = TypeVar("D", bound=QDialog)
-
-HALT_SOURCE = "tray"
-"""Who the service records for a halt or resume from the desktop app (the tray menu or the status window)."""
 
 
 def _to_front(dialog: QDialog) -> None:
@@ -164,7 +161,7 @@ class UserActions(QObject):
         self._bridge.spawn(self._halt())
 
     async def _halt(self) -> None:
-        outcome = await self._bridge.control.halt(HALT_SOURCE)
+        outcome = await self._bridge.control.halt(DESKTOP_SOURCE)
         if self._safety is not None:
             self._safety.refresh()
         self._bridge.refresh()
@@ -180,7 +177,9 @@ class UserActions(QObject):
         dialog.open()
 
     async def _resume_now(self) -> None:
-        await self._bridge.control.resume(HALT_SOURCE)
+        if self._safety is not None:
+            self._safety.resuming_here()
+        await self._bridge.control.resume(DESKTOP_SOURCE)
         if self._safety is not None:
             self._safety.refresh()
         self._bridge.notify.emit("Trading resumed", "Previews work again; live trading is off until you switch it on")

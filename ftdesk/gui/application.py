@@ -95,6 +95,7 @@ class DesktopApp:
         self.bridge.notify.connect(self.notifier.show)
         self.feed = DeskFeed(self.bridge, pnl_refresh_ms=pnl_refresh_ms)
         self.safety = SafetyWatch(control)
+        self.safety.notify.connect(self.notifier.show)
         self.actions = UserActions(self.bridge, login_item=login_item, feed=self.feed, safety=self.safety)
         self.actions.quit_requested.connect(self.stop_requested.set)
         self.window = StatusWindow(

@@ -16,6 +16,8 @@ from PySide6.QtCore import QObject, Signal
 from ftdesk.domain.safety import HaltOutcome, HaltState, RiskLimits, SafetyState
 from ftdesk.service.control import ServiceChange, ServiceControl
 
+DESKTOP_SOURCE = "tray"
+"""Who the service records for a halt or resume from the desktop app (the tray menu or the status window)."""
 _WATCHED = frozenset({ServiceChange.SAFETY, ServiceChange.RUNNING, ServiceChange.LIVE_TRADING, ServiceChange.SETTINGS})
 
 
@@ -76,6 +78,7 @@ class SafetyWatch(QObject):
     """Emits the service's safety state whenever the halt, the live switch or the limits change."""
 
     changed = Signal(object)  # SafetyState | None
+    notify = Signal(str, str)  # title, message: a halt or resume the desktop app did not make itself
 
     def __init__(self, control: ServiceControl, parent: QObject | None = None) -> None:
         super().__init__(parent)
@@ -83,6 +86,7 @@ class SafetyWatch(QObject):
         self._state: SafetyState | None = None
         self._unsubscribe: Callable[[], None] | None = None
         self._scheduled = False
+        self._resuming_here = False
 
     @property
     def state(self) -> SafetyState | None:
@@ -124,6 +128,18 @@ class SafetyWatch(QObject):
         before, self._state = self._state, state
         if _shown(before) != _shown(state):
             self.changed.emit(state)
+        if before is None or state is None or before.halt.halted == state.halt.halted:
+            return
+        # The desktop app tells about its own halt and resume with what they did; these came from elsewhere.
+        if state.halt.halted and state.halt.by != DESKTOP_SOURCE:
+            self.notify.emit("Trading halted", halt_text(state.halt))
+        elif not state.halt.halted and not self._resuming_here:
+            self.notify.emit("Trading resumed", "The halt was lifted outside the desktop app; live trading is off")
+        self._resuming_here = False
+
+    def resuming_here(self) -> None:
+        """Note that the desktop app itself is lifting the halt (it tells the trader itself)."""
+        self._resuming_here = True
 
 
 def _shown(state: SafetyState | None) -> object:

@@ -75,6 +75,9 @@ async def test_the_tray_menu_follows_a_halt_from_a_script_and_resumes_with_a_que
     assert status == 200, body
     await wait_until(lambda: tray.resume_action.isVisible() and not tray.halt_action.isVisible())
     assert tray.icon.toolTip().startswith("TRADING HALTED")
+    # Not the trader's own halt: a message says who halted and why.
+    await wait_until(lambda: "Trading halted" in titles(desktop))
+    assert "by api: script test" in desktop.app.notifier.history[-1].message
     tray.resume_action.trigger()
     assert isinstance(actions.resume_dialog, ResumeConfirmDialog)
     assert "by api: script test" in actions.resume_dialog.message
@@ -84,9 +87,13 @@ async def test_the_tray_menu_follows_a_halt_from_a_script_and_resumes_with_a_que
     actions.resume_dialog.confirm_button.click()  # type: ignore[union-attr]
     await wait_until(lambda: tray.halt_action.isVisible() and not tray.resume_action.isVisible())
     assert not tray.icon.toolTip().startswith("TRADING HALTED")
+    assert not any("outside the desktop app" in n.message for n in desktop.app.notifier.history)
     tray.halt_action.trigger()  # from the menu too: at once
     await wait_until(lambda: tray.resume_action.isVisible())
     assert (await safety(desktop))["halt"]["by"] == "tray"
+    assert (await desktop.call("POST", f"{API}/safety/resume"))[0] == 200  # a script lifts it: the trader is told
+    await wait_until(lambda: tray.halt_action.isVisible())
+    await wait_until(lambda: "outside the desktop app" in desktop.app.notifier.history[-1].message)
 
 
 async def test_live_trading_cannot_be_switched_on_while_halted(make_desktop) -> None:
