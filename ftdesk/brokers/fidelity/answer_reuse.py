@@ -86,10 +86,10 @@ class WatchedFeed:
         """Say why the feed cannot run, as the inner feed does."""
         return self.inner.unavailable_reason()
 
-    def detail(self) -> str | None:
-        """Return the inner feed's description of its configuration, if it has one."""
+    def detail(self) -> str:
+        """Return the inner feed's description of its configuration (or name the feed when it has none)."""
         detail = getattr(self.inner, "detail", None)
-        return detail() if callable(detail) else None
+        return str(detail()) if callable(detail) else f"events from {type(self.inner).__name__}"
 
     async def connect(self) -> AccountEventConnection:
         """Open a connection of the inner feed, watched."""
