@@ -10,7 +10,9 @@ Which upstream answers are kept, and for how long (``CACHED``):
 | Security context | 15 min | entitlements and the member id change with the account, not the session |
 
 Only 2xx answers are kept, per login session (a new login starts empty), at most ``MAX_ENTRIES`` of them,
-least recently used out first. Everything else (positions, balances, orders, quotes) is never cached.
+least recently used out first. Everything else is never cached here: account answers (positions,
+balances, orders) are only reused for a second while live account events prove them current
+(``answer_reuse``), and quotes never.
 """
 
 from __future__ import annotations
