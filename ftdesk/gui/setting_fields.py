@@ -40,6 +40,8 @@ class Row:
     unit: str = ""
 
 
+RISK_LIMITS_GROUP = "Risk limits"
+"""The group the dialog shows in its own column, beside the others."""
 GROUPS: tuple[tuple[str, tuple[Row, ...]], ...] = (
     (
         "General",
@@ -78,6 +80,23 @@ GROUPS: tuple[tuple[str, tuple[Row, ...]], ...] = (
             Row("beps_app_id", "BEPS app id", Kind.TEXT),
         ),
     ),
+    (
+        # Local risk limits (docs/safety.md): each applies to the next order, without a restart; 0 or off turns
+        # one off. Only the trader changes them (here, the settings file or FTSERVICE_*): the API cannot.
+        RISK_LIMITS_GROUP,
+        (
+            Row("max_equity_qty", "Max shares per order", Kind.TEXT, unit="shares"),
+            Row("max_equity_notional", "Max per equity order", Kind.TEXT, unit="dollars"),
+            Row("max_option_contracts", "Max contracts per order", Kind.TEXT, unit="contracts"),
+            Row("max_option_notional", "Max per option order", Kind.TEXT, unit="dollars"),
+            Row("max_price_distance_pct", "Max price distance", Kind.TEXT, unit="% of quote"),
+            Row("max_orders_per_minute", "Max orders per minute", Kind.TEXT),
+            Row("max_open_orders", "Max open orders", Kind.TEXT),
+            Row("daily_loss_limit", "Daily loss limit", Kind.TEXT, unit="dollars"),
+            Row("symbol_allow", "Only these symbols", Kind.TEXT),
+            Row("symbol_deny", "Never these symbols", Kind.TEXT),
+        ),
+    ),
 )
 ROWS: Mapping[str, Row] = MappingProxyType({row.name: row for _, rows in GROUPS for row in rows})
 
@@ -95,6 +114,8 @@ def _reason(error: ConfigError) -> str:
 def _shown(value: Any) -> str:
     if value is None:
         return ""
+    if isinstance(value, tuple | list):  # a symbol list: as it is typed
+        return ", ".join(str(item) for item in value)
     if isinstance(value, float):
         return f"{value:g}"
     return str(value)

@@ -33,7 +33,7 @@ from PySide6.QtWidgets import (
 )
 
 from ftdesk.gui.contracts import SettingsActions
-from ftdesk.gui.setting_fields import ERROR_STYLE, GROUPS, NOTE_STYLE, ROWS, SettingEditor
+from ftdesk.gui.setting_fields import ERROR_STYLE, GROUPS, NOTE_STYLE, RISK_LIMITS_GROUP, ROWS, SettingEditor
 from ftdesk.service.control import SETTINGS_BY_NAME, LoginItem, SaveOutcome, Settings
 
 log = logging.getLogger(__name__)
@@ -63,9 +63,15 @@ class SettingsDialog(QDialog):
         self._api_key_locked = settings.locked_by_env("api_key")
         self._editors: dict[str, SettingEditor] = {}
         self.setWindowTitle("Settings - ftdesk")
-        self.setMinimumWidth(640)
+        self.setMinimumWidth(900)
 
         layout = QVBoxLayout(self)
+        # Two columns, so the dialog stays short enough for a laptop screen: the risk limits on the right.
+        columns = QHBoxLayout()
+        left, right = QVBoxLayout(), QVBoxLayout()
+        columns.addLayout(left, 1)
+        columns.addLayout(right, 1)
+        layout.addLayout(columns)
         for title, rows in GROUPS:
             group = QGroupBox(title)
             group.setObjectName(f"group_{title.lower()}")
@@ -82,9 +88,11 @@ class SettingsDialog(QDialog):
             if title == "Streaming":
                 beps_token_label = QLabel("BEPS token")
                 form.addRow(beps_token_label, self._build_beps_token(settings))
-            layout.addWidget(group)
+            (right if title == RISK_LIMITS_GROUP else left).addWidget(group)
         if login_item is not None:
-            layout.addWidget(self._build_desktop(login_item))
+            right.addWidget(self._build_desktop(login_item))
+        left.addStretch(1)
+        right.addStretch(1)
         # One label width for every group, so the fields line up down the whole dialog.
         labels = [editor.label for editor in self._editors.values()] + [beps_token_label]
         label_width = max(label.sizeHint().width() for label in labels)

@@ -8,6 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+from PySide6.QtWidgets import QGroupBox, QLineEdit
+
 from ftdesk.gui.live_confirm import LiveTradingConfirmDialog
 from ftdesk.gui.resume_confirm import ResumeConfirmDialog
 from tests.fakes.waiting import wait_until
@@ -120,3 +123,36 @@ async def test_the_live_confirmation_names_the_accounts_the_broker_and_the_limit
     assert accounts_line.startswith("Accounts: ") and acct in accounts_line and accounts_line.endswith("(Paper)")
     assert "at most 7 open orders" in dialog.message
     dialog.reject()
+
+
+async def test_risk_limits_set_in_the_settings_dialog_apply_to_the_next_order(make_desktop) -> None:
+    desktop = await make_desktop(has_tray=False, FTSERVICE_LIVE_TRADING="true")
+    actions = desktop.app.actions
+    await log_in(desktop)
+    acct = await individual_account(desktop)
+    actions.open_settings()
+    await wait_until(lambda: actions.settings_dialog is not None)
+    dialog = actions.settings_dialog
+    assert dialog is not None
+    limits_box = dialog.findChild(QGroupBox, "group_risk limits")
+    assert limits_box is not None and limits_box.isVisible()
+    open_orders = dialog.editor("max_open_orders")
+    deny = dialog.editor("symbol_deny")
+    assert isinstance(open_orders, QLineEdit) and isinstance(deny, QLineEdit)
+    assert open_orders.text() == "100" and deny.text() == ""  # the defaults
+    open_orders.setText("1")
+    deny.setText("gme, amc")
+    dialog.save_button.click()
+    await wait_until(lambda: actions.settings_dialog is None)  # applied at once: no restart offered
+
+    status, body = await desktop.call("GET", f"{API}/safety/limits")
+    assert status == 200, body
+    assert body["data"]["limits"]["max_open_orders"] == 1 and body["data"]["limits"]["symbol_deny"] == ["GME", "AMC"]
+    await resting_buy(desktop, acct, "AAPL")
+    with pytest.raises(AssertionError, match="RISK_LIMIT"):  # a second open order crosses the new limit
+        await resting_buy(desktop, acct, "MSFT")
+    actions.open_settings()
+    await wait_until(lambda: actions.settings_dialog is not None)
+    again = actions.settings_dialog.editor("symbol_deny")  # type: ignore[union-attr]
+    assert isinstance(again, QLineEdit) and again.text() == "GME, AMC"
+    actions.settings_dialog.reject()  # type: ignore[union-attr]
