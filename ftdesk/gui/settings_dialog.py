@@ -93,11 +93,13 @@ class SettingsDialog(QDialog):
             right.addWidget(self._build_desktop(login_item))
         left.addStretch(1)
         right.addStretch(1)
-        # One label width for every group, so the fields line up down the whole dialog.
-        labels = [editor.label for editor in self._editors.values()] + [beps_token_label]
-        label_width = max(label.sizeHint().width() for label in labels)
-        for label in labels:
-            label.setMinimumWidth(label_width)
+        # One label width per column, so the fields line up down each column.
+        risk = {row.name for title, rows in GROUPS if title == RISK_LIMITS_GROUP for row in rows}
+        left_labels = [e.label for name, e in self._editors.items() if name not in risk] + [beps_token_label]
+        for labels in (left_labels, [e.label for name, e in self._editors.items() if name in risk]):
+            label_width = max(label.sizeHint().width() for label in labels)
+            for label in labels:
+                label.setMinimumWidth(label_width)
 
         self._error = QLabel()
         self._error.setObjectName("error")
