@@ -25,7 +25,7 @@ from ftdesk.brokers.paper.userdata import iso_time
 from ftdesk.domain.accounts import AccountType, Balance, OptionContract, SecurityType
 from ftdesk.domain.clock import Clock
 from ftdesk.domain.errors import NotFound
-from ftdesk.domain.events import EventCategory, EventType, account_event
+from ftdesk.domain.events import EventType, account_event
 
 
 @dataclass(frozen=True)
@@ -338,12 +338,8 @@ class Book:
             short_proceeds_held=dollars(exp.short_proceeds_cents),
         )
 
-    def publish(self, event_type: EventType, category: EventCategory, desc: Mapping[str, object]) -> None:
-        """Announce an account event, stamped now, after the current unit of work commits.
-
-        Its name and category come from the one table of ``ftdesk.domain.event_names``; ``category`` says what
-        the caller means and agrees with it.
-        """
+    def publish(self, event_type: EventType, desc: Mapping[str, object]) -> None:
+        """Announce an account event (named and categorised by the domain's one table), after the unit of work."""
         event = account_event(event_type.value, desc, time=iso_time(self._clock.now()))
         self.outbox.publish(self._events, event)
 
@@ -361,7 +357,7 @@ class Book:
             "margin_debt": bal.margin_debt,
             **extra,
         }
-        self.publish(EventType.BALANCE_UPDATE, EventCategory.BALANCE, desc)
+        self.publish(EventType.BALANCE_UPDATE, desc)
 
 
 def txn_id(row_id: int) -> str:

@@ -45,7 +45,7 @@ from ftdesk.brokers.paper.quantities import text as quantity_text
 from ftdesk.brokers.paper.store import PaperStore
 from ftdesk.domain.accounts import SecurityType, Term
 from ftdesk.domain.clock import Clock
-from ftdesk.domain.events import EventCategory, EventType
+from ftdesk.domain.events import EventType
 
 _WASH_WINDOW = timedelta(days=30)
 
@@ -304,7 +304,7 @@ class Lots:
             "change": number(fill.quantity),
             "price": price_float(fill.price),
         }
-        self._book.publish(EventType.POSITION_CHANGE, EventCategory.POSITION, position)
+        self._book.publish(EventType.POSITION_CHANGE, position)
         self._book.publish_balance(fill.acct_num, {"conf_num": fill.conf_num, "symbol": fill.symbol})
         basis = {
             **base,
@@ -314,7 +314,7 @@ class Lots:
             "realized_gain_loss": dollars(realized),
             "wash_sale": wash,
         }
-        self._book.publish(EventType.COST_BASIS_UPDATE, EventCategory.POSITION, basis)
+        self._book.publish(EventType.COST_BASIS_UPDATE, basis)
 
 
 def _txn_type(is_option: bool, buying: bool, closing: bool) -> str:
