@@ -65,7 +65,8 @@ class BenchFake(FakeFidelity):
         if request.match_info["host"] == "_bench":  # what the bench reads: calls and the last request per path
             last = {r.path: {"method": r.method, "host": r.host, "body": r.body} for r in self.requests[-200:]}
             hits = dict(self.hits)
-            return web.json_response({"calls": sum(hits.values()), "hits": hits, "last": last, "atc": self.current_atc()})
+            state = {"calls": sum(hits.values()), "hits": hits, "last": last, "atc": self.current_atc()}
+            return web.json_response(state)
         return await super()._dispatch(request)
 
 async def main():
