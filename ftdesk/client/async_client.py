@@ -46,7 +46,9 @@ def _adapter(kind: Any) -> TypeAdapter[Any]:
 def parse_answer(kind: type[T] | Any, data: Any) -> T:
     """Validate the ``data`` of an answer into ``kind``; a mismatch is a client error naming the model."""
     try:
-        result: T = _adapter(cast(Hashable, kind)).validate_python(data)
+        # extra="ignore": a field added by a newer service is not this client's concern (the models forbid
+        # unknown fields on the service side, where they would be a typo in a request).
+        result: T = _adapter(cast(Hashable, kind)).validate_python(data, extra="ignore")
     except PydanticValidationError as exc:
         raise FtdeskClientError(
             f"The service's answer does not fit {kind!r} (is the client from another ftdesk version?): {exc}"

@@ -20,10 +20,13 @@ import aiohttp
 from ftdesk.client.backoff import Backoff
 from ftdesk.client.errors import FtdeskApiError, api_error
 from ftdesk.client.models import EventFrame
+from ftdesk.domain.event_names import EventName
 from ftdesk.domain.events import AccountEvent
 from ftdesk.domain.market import OrderBook, Quote
 
 log = logging.getLogger(__name__)
+
+EVENT_NAMES = frozenset(name.value for name in EventName)
 
 READ_TIMEOUT = 45.0
 """Seconds without a byte (the service sends a heartbeat every 15 s) before a stream counts as dead."""
@@ -118,11 +121,21 @@ async def quote_frames(
     """Yield quotes (and books with ``depth``) from the quote SSE, reconnecting after a drop."""
     async for frame in _frames(open_stream, dict, backoff):
         if frame.event == "quote":
-            yield Quote.model_validate_json(frame.data)
+            yield Quote.model_validate_json(frame.data, extra="ignore")
         elif frame.event == "book" and depth:
-            yield OrderBook.model_validate_json(frame.data)
+            yield OrderBook.model_validate_json(frame.data, extra="ignore")
         elif frame.event == "error":
             log.warning("Quote stream: %s", frame.data)
+
+
+def parse_event(data: str) -> AccountEvent:
+    """Read an account event; a name newer than this client arrives as OTHER, its name in ``desc.event_name``."""
+    event = json.loads(data)
+    name = event.get("event_type") if isinstance(event, dict) else None
+    if isinstance(name, str) and name not in EVENT_NAMES:
+        desc = event.get("desc") if isinstance(event.get("desc"), dict) else {}
+        event = {**event, "event_type": EventName.OTHER.value, "desc": {**desc, "event_name": name}}
+    return AccountEvent.model_validate(event, extra="ignore")
 
 
 def _events_missed(data: str) -> bool:
@@ -154,4 +167,4 @@ async def event_frames(
         if seen[0] is not None and event_id <= seen[0]:
             continue  # already delivered (a replay that overlaps what this reader saw)
         seen[0] = event_id
-        yield EventFrame(id=event_id, event=AccountEvent.model_validate_json(frame.data))
+        yield EventFrame(id=event_id, event=parse_event(frame.data))

@@ -56,9 +56,9 @@ def parse_frame(text: str | bytes) -> Quote | OrderBook | None:
     frame = json.loads(text)
     kind = frame.pop("type", None)
     if kind == "quote":
-        return Quote.model_validate(frame)
+        return Quote.model_validate(frame, extra="ignore")
     if kind == "book":
-        return OrderBook.model_validate(frame)
+        return OrderBook.model_validate(frame, extra="ignore")
     if kind == "error":
         if frame.get("symbol"):
             log.warning("Quote WebSocket: %s %s", frame.get("symbol"), frame.get("message"))
