@@ -9,8 +9,6 @@ broker answered.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -20,11 +18,9 @@ from zoneinfo import ZoneInfo
 
 from ftdesk.brokers.capabilities import AccountsApi, OrdersApi
 from ftdesk.domain.accounts import Account, Position
-from ftdesk.domain.cancel_codes import MULTI_LEG, side_of
 from ftdesk.domain.orders import CancelResult, Order
 from ftdesk.service.context import ServiceContext
-from ftdesk.service.orders_desk import OrderTicket
-from ftdesk.service.orders_journal import JournalAction, OrderFacts
+from ftdesk.service.listed_cancels import cancel_listed_order
 
 T = TypeVar("T")
 
@@ -68,15 +64,6 @@ def order_book(orders: list[Order], day: date) -> OrderBook:
     return OrderBook(open=working, filled_today=filled, trading_day=day)
 
 
-def cancel_code(order: Order) -> str:
-    """Return the action code a cancel of this order sends: its own code, or a multi-leg order's first leg's."""
-    detail = order.order_detail
-    if detail.security_type.upper() == MULTI_LEG and detail.legs:
-        code = detail.legs[0].action.strip().upper()
-        return side_of(code) if code in ("BUY", "SELL") else code
-    return detail.action
-
-
 class CockpitAccess:
     """The cockpit's reads and cancels on the running service (``ServiceControl.cockpit``)."""
 
@@ -105,21 +92,6 @@ class CockpitAccess:
 
     async def cancel(self, order: Order, *, source: str) -> CancelResult:
         """Cancel a working order through the order desk (journaled; never gated); raise the broker's refusal."""
-        context = self._context()
-        conf_num, acct_num, code = order.id_detail.conf_num, order.acct_num, cancel_code(order)
-        body = {"conf_num": conf_num, "acct_num": acct_num, "action_code": code}
-        ticket = OrderTicket(
-            request_id=f"desktop-{uuid.uuid4().hex[:16]}",
-            endpoint=f"DESKTOP cancel ({source})",
-            action=JournalAction.CANCEL,
-            kind=None,
-            facts=OrderFacts(acct_num=acct_num, side=code, conf_nums=(conf_num,)),
-            body_hash=hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest(),
-            conf_nums=(conf_num,),
-            live_trading=context.live.enabled,
-        )
-        return await context.orders.journaled(
-            ticket,
-            lambda operation: self._orders_call(operation),
-            lambda group: group.cancel_order(conf_num, acct_num, code),
+        return await cancel_listed_order(
+            self._context(), order, request_id=f"desktop-{uuid.uuid4().hex[:16]}", endpoint=f"DESKTOP cancel ({source})"
         )

@@ -18,20 +18,18 @@ the trader's own step in the tray (or the settings), as it always is.
 from __future__ import annotations
 
 import asyncio
-import hashlib
-import json
 import logging
 import uuid
 from typing import TypeVar
 
-from ftdesk.domain.cancel_codes import MULTI_LEG, side_of
 from ftdesk.domain.errors import FtdeskError
 from ftdesk.domain.orders import Order
 from ftdesk.domain.safety import CanceledOrder, CancelFailure, HaltOutcome, HaltState, SafetyState
 from ftdesk.service.context import ServiceContext
 from ftdesk.service.errors import spec_for
-from ftdesk.service.orders_desk import Operation, OrderTicket
-from ftdesk.service.orders_journal import JournalAction, OrderFacts
+from ftdesk.service.listed_cancels import cancel_listed_order
+from ftdesk.service.orders_desk import Operation
+from ftdesk.service.orders_journal import JournalAction
 
 log = logging.getLogger(__name__)
 
@@ -41,14 +39,6 @@ SETTLE_SECONDS = 30.0
 """Longest a halt waits for places already at the broker before it lists the open orders anyway."""
 SWEEPS = 2
 """Listings of the open orders a halt makes (the second catches conditional legs a cancel released)."""
-
-
-def _cancel_code(order: Order) -> str:
-    detail = order.order_detail
-    if detail.security_type.upper() == MULTI_LEG and detail.legs:
-        code = detail.legs[0].action.strip().upper()
-        return side_of(code) if code in ("BUY", "SELL") else code
-    return detail.action
 
 
 def _failure(error: FtdeskError, order: Order | None) -> CancelFailure:
@@ -71,20 +61,7 @@ async def _working(ctx: ServiceContext) -> list[Order]:
 
 
 async def _cancel(ctx: ServiceContext, order: Order, request_id: str, source: str) -> None:
-    conf_num, acct_num, code = order.id_detail.conf_num, order.acct_num, _cancel_code(order)
-    body = {"conf_num": conf_num, "acct_num": acct_num, "action_code": code}
-    ticket = OrderTicket(
-        request_id=request_id,
-        endpoint=f"HALT cancel ({source})",
-        action=JournalAction.CANCEL,
-        kind=None,
-        facts=OrderFacts(acct_num=acct_num, symbol=order.order_detail.symbol, side=code, conf_nums=(conf_num,)),
-        body_hash=hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest(),
-        conf_nums=(conf_num,),
-    )
-    await ctx.orders.journaled(
-        ticket, lambda operation: _once(ctx, operation), lambda group: group.cancel_order(conf_num, acct_num, code)
-    )
+    await cancel_listed_order(ctx, order, request_id=request_id, endpoint=f"HALT cancel ({source})")
 
 
 async def cancel_everything(

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import pytest
+
+from ftdesk.domain.errors import FtdeskError
 from ftdesk.service.cockpit_access import CockpitAccess
 from tests.component import test_fidelity_service
 from tests.component.test_fidelity_service import API, StartFidelity, login
@@ -44,3 +47,36 @@ async def test_positions_the_order_book_and_a_cancel_on_fidelity(start_fidelity:
     status, journal = await service.call("GET", f"{API}/orders/journal")
     (entry,) = [e for e in journal["data"] if e["action"] == "cancel"]
     assert entry["endpoint"] == "DESKTOP cancel (status window)" and entry["outcome"] == "accepted"
+
+
+async def test_a_cockpit_cancel_that_meets_an_expired_session_is_not_sent_twice(start_fidelity: StartFidelity) -> None:
+    service, upstream = await start_fidelity(live_trading="true")
+    await login(service, remember=True)
+    cockpit = CockpitAccess(lambda: service.context)
+    order = {
+        "acctNum": payloads.MARGIN,
+        "symbol": "AAPL",
+        "orderActionCode": "B",
+        "qty": 2,
+        "priceTypeCode": "L",
+        "limitPrice": 150.0,
+        "tifCode": "G",
+    }
+    status, preview = await service.call("POST", f"{API}/orders/equity/preview", json=order)
+    assert status == 200, preview
+    status, placed = await service.call(
+        "POST", f"{API}/orders/equity/place", json={**order, "confNum": preview["data"]["conf_num"]}
+    )
+    assert status == 200, placed
+    (listed,) = [o for o in (await cockpit.order_book()).open if o.id_detail.conf_num == placed["data"]["conf_num"]]
+
+    upstream.fidelity.expire()  # the cancel reaches the upstream on a session that has just expired
+    with pytest.raises(FtdeskError):
+        await cockpit.cancel(listed, source="status window")
+
+    # The session is renewed for what comes next, but the cancel is not sent again on its own: the trader sees the
+    # failure and decides, as with a cancel through the API.
+    assert upstream.fidelity.hits_for("/orderentry/cancel/place/v1") <= 1
+    status, journal = await service.call("GET", f"{API}/orders/journal")
+    (entry,) = [e for e in journal["data"] if e["action"] == "cancel"]
+    assert entry["outcome"] != "accepted"
