@@ -35,6 +35,7 @@ from ftdesk.service.context import LiveTradingSwitch, ServiceContext
 from ftdesk.service.control import ServiceControl, ServiceNotRunning
 from ftdesk.service.credentials import CredentialStore
 from ftdesk.service.keys import ApiKeyStore, SecretVault
+from ftdesk.service.loss_watch import LossWatch
 from ftdesk.service.orders_desk import OrderDesk
 from ftdesk.service.orders_journal import JOURNAL_FILE_NAME, OrderJournal
 from ftdesk.service.routes import route_tables
@@ -221,7 +222,11 @@ class ServiceRuntime:
             events=events,
             safety=safety,
         )
-        safety.bind(lambda: context.settings, BrokerReads(session, quotes, self.clock), _halter(context))
+        safety_reads = BrokerReads(session, quotes, self.clock)
+        safety.bind(lambda: context.settings, safety_reads, _halter(context))
+        loss_watch = LossWatch(safety, safety_reads, self.clock)
+        loss_watch.start()
+        resources.push_async_callback(loss_watch.close)
         app = create_web_app(context, route_tables() + self._extra_tables, streaming=self._streaming)
         if self._window is not None:
             app[DESKTOP_WINDOW] = self._window

@@ -129,29 +129,39 @@ class SafetyGuard:
         self.check_not_halted()
 
     async def _check_daily_loss(self, order: object, reads: BrokerReads) -> None:
-        """Halt trading (source ``daily-loss-limit``) when the order's account lost more than the limit today.
+        """Refuse the order, halting trading, when its account lost more than the daily loss limit today."""
+        lines = order_lines(order)
+        if not lines:
+            return
+        crossed = await self.check_account_loss(lines[0].acct_num, reads)
+        if crossed is None:
+            return
+        limit, loss, reason = crossed
+        raise RiskLimitExceeded(
+            f"Risk limit daily_loss_limit ({limit}): {reason}; trading is halted and open orders were canceled. "
+            "Resume in the tray or with POST /api/v1/safety/resume",
+            details=limit_details("daily_loss_limit", limit, loss, acct_num=lines[0].acct_num, halted=True),
+        )
 
-        It halts once per account and day: after the trader resumes, the same day's loss does not halt again.
+    async def check_account_loss(self, acct: str, reads: BrokerReads) -> tuple[float, float, str] | None:
+        """Halt trading (source ``daily-loss-limit``) when the account lost more than the limit today.
+
+        Return the limit, the loss and the reason when it halted. It halts once per account and day: after the
+        trader resumes, the same day's loss does not halt again.
         """
         limit = self.limits.limits.daily_loss_limit
-        lines = order_lines(order)
-        if limit is None or not lines:
-            return
-        acct = lines[0].acct_num
+        if limit is None:
+            return None
         pnl = await reads.pnl(acct)
         self.limits.pnl[acct] = pnl
         loss = -pnl.total
         if loss <= limit or self._record.loss_halted_on(acct) == self._clock.now().date():
-            return
+            return None
         await self.note_loss_halt(acct)
         reason = f"account {acct} lost ${loss:,.2f} today, over the daily loss limit ${limit:,.2f}"
         if self._halt is not None:
             await self._halt("daily-loss-limit", reason)
-        raise RiskLimitExceeded(
-            f"Risk limit daily_loss_limit ({limit}): {reason}; trading is halted and open orders were canceled. "
-            "Resume in the tray or with POST /api/v1/safety/resume",
-            details=limit_details("daily_loss_limit", limit, loss, acct_num=acct, halted=True),
-        )
+        return limit, loss, reason
 
     def check_not_halted(self) -> None:
         """Raise ``TradingHalted`` while the kill switch is on."""

@@ -45,6 +45,11 @@ class BrokerReads:
             return None
         return next((q.last for q in quotes if q.symbol.upper() == symbol.upper()), None)
 
+    async def account_numbers(self) -> list[str]:
+        """Return the account numbers of the session."""
+        accounts = await self._session.run(lambda broker: broker.accounts.get_accounts())
+        return [account.acct_num for account in accounts]
+
     async def open_orders(self) -> int:
         """Return how many orders are working across every account."""
         orders = await self._session.run(lambda broker: broker.orders.get_order_status(None))

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
+from ftdesk.service.loss_watch import LOSS_WATCH_SECONDS
 from tests.api import safety_rig
 from tests.api.safety_rig import Desk
+from tests.fakes.waiting import wait_until
 
 clock, make_desk = safety_rig.clock, safety_rig.make_desk  # fixtures
 
@@ -205,3 +208,31 @@ async def test_a_replace_at_the_open_orders_limit_passes_it_adds_no_order(make_d
     placed = await desk.call("POST", "/orders/replace/place", json={**replace, "confNum": preview_conf})
     accepted(placed)
     assert [o["status_detail"]["qty"] for o in await desk.open_orders()] == [2.0]
+
+
+async def test_a_daily_loss_halts_trading_with_no_order_sent_and_not_without_a_limit(make_desk, clock) -> None:
+    desk: Desk = await make_desk()
+    individual = await desk.account()
+    resting = accepted(await desk.place(await desk.resting_buy(individual)))["conf_num"]
+    losses = {}
+    for acct in [a["acct_num"] for a in await desk.ok("GET", "/accounts")]:
+        positions = await desk.ok("GET", f"/accounts/{acct}/positions")
+        losses[acct] = -round(sum(p["todays_gain_loss"] for p in positions), 2)
+    loss = max(losses.values())
+    assert loss > 0  # the seeded paper world has a losing account
+
+    await clock.advance(LOSS_WATCH_SECONDS)  # no limit set: a round of the watch halts nothing
+    assert not desk.control.safety().halt.halted
+
+    await limits(desk, daily_loss_limit=round(loss / 2, 2))  # crossed, but no order is sent
+    await clock.advance(LOSS_WATCH_SECONDS)
+    await wait_until(lambda: desk.control.safety().halt.halted)
+    async with asyncio.timeout(10):  # the halt's journal row is written once its cancels are done
+        while not (halt_rows := [e for e in await desk.journal() if e["action"] == "halt"]):  # noqa: ASYNC110
+            await asyncio.sleep(0.01)
+
+    state = await desk.ok("GET", "/safety")
+    assert state["halt"]["by"] == "daily-loss-limit"
+    assert any(f"account {acct} lost" in state["halt"]["reason"] for acct in losses), state["halt"]
+    assert state["live_trading"] is False and await desk.open_orders() == []
+    assert resting in halt_rows[0]["conf_nums"]
