@@ -8,6 +8,7 @@ service are validated against the document's message payloads with jsonschema.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -45,9 +46,20 @@ async def fetch_asyncapi(service: RunningService) -> dict[str, Any]:
 def official_parse(document: dict[str, Any]) -> dict[str, Any]:
     """Return what @asyncapi/parser says of the document: {parsed, diagnostics}."""
     node = shutil.which("node")
-    if node is None:
-        pytest.skip("Node.js is not installed: the official AsyncAPI parser (@asyncapi/parser) runs on it")
-    assert PARSER.is_dir(), f"the AsyncAPI parser is not installed: run `npm ci --prefix {NODE_TOOLS}` (.ci/run does)"
+    missing = (
+        "Node.js is not installed: the official AsyncAPI parser (@asyncapi/parser) runs on it"
+        if node is None
+        else f"the official AsyncAPI parser is not installed: run `npm ci --prefix {NODE_TOOLS}`"
+        if not PARSER.is_dir()
+        else None
+    )
+    if missing is not None:
+        # The README's test command installs Python packages only, so on a fresh machine this check is skipped
+        # and says why; CI installs the parser (.ci/run) and must run it.
+        if os.environ.get("CI"):
+            pytest.fail(f"{missing} (.ci/run does)")
+        pytest.skip(missing)
+    assert node is not None
     done = subprocess.run(
         [node, str(NODE_TOOLS / "validate-asyncapi.mjs")],
         input=json.dumps(document),
