@@ -152,7 +152,9 @@ class Transaction(UpstreamRecord):
     description: str
     symbol: str | None = None
     quantity: float | None = None
-    price: float | None = None
+    price: float | None = Field(
+        default=None, description="Price of the trade, US dollars per share; for an option, per share of the contract."
+    )
     amount: float = Field(description="Cash effect on the account: positive credit, negative debit.")
     commission: float = 0.0
     fees: float = 0.0
@@ -327,8 +329,8 @@ class ShortInsightDetail(UpstreamRecord):
     short_interest_ratio: float
     days_to_cover: float
     short_pct_of_float: float
-    shares_short: float
-    prior_shares_short: float
+    shares_short: float = Field(description="Shares sold short and not yet covered, as last reported.")
+    prior_shares_short: float = Field(description="Shares sold short at the report before the last.")
     settlement_date: IsoDateOrEmpty
     borrow_rate: float
     lending_supply: float

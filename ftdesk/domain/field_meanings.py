@@ -103,6 +103,9 @@ FIELD_MEANINGS: MappingProxyType[str, str] = MappingProxyType(
         "open_interest": "Contracts open.",
         "multiplier": "Shares per contract (100 for a standard option).",
         "uptime_seconds": "Seconds.",
+        "bid_size": "Shares (contracts for an option) wanted at the bid, as the feed reports them.",
+        "ask_size": "Shares (contracts for an option) offered at the ask, as the feed reports them.",
+        "last_size": "Shares (contracts for an option) of the last trade.",
     }
 )
 """Field name -> what its number means, for fields declared without a description."""

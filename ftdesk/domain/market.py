@@ -57,8 +57,8 @@ class Quote(Record):
 class BookLevel(Record):
     """One price level of an order book side."""
 
-    price: float
-    size: int
+    price: float = Field(description="US dollars per share; for an option, per share of the contract.")
+    size: int = Field(description="Shares (contracts for an option) wanted or offered at this price.")
     venue: str | None = Field(default=None, description="Market identifier code of the venue (XNYS, ARCX, ...).")
     time: str | None = Field(default=None, description="Time of the level's last change as the upstream gave it.")
 
@@ -162,8 +162,8 @@ class TradeExecution(Record):
     """One historical trade (spec record)."""
 
     time: str
-    price: float
-    size: int
+    price: float = Field(description="US dollars per share; for an option, per share of the contract.")
+    size: int = Field(description="Shares (contracts for an option) traded.")
     exchange: str
     condition: str = Field(description="F regular, I odd lot, T extended hours.")
 

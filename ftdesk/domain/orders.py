@@ -239,7 +239,9 @@ class ConditionalReplace(Record):
 class QuoteAtPreview(Record):
     """The quote a preview was priced with."""
 
-    price: float
+    price: float = Field(
+        description="Last price when previewed, US dollars per share; for an option, per share of the contract."
+    )
     bid: float
     ask: float
     time: str

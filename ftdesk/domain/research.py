@@ -73,7 +73,7 @@ class LegAnalytics(Record):
     option_type: OptionType | None
     strike: float | None
     expiration: IsoDate | None
-    price: float
+    price: float = Field(description="The leg's price, US dollars per share of the contract.")
     greeks: Greeks | None
 
 
@@ -124,7 +124,7 @@ class ScreenerRow(Record):
 
     symbol: str
     description: str
-    price: float
+    price: float = Field(description="Last price, US dollars per share.")
     change_pct: float
     volume: int
     iv: float
@@ -137,7 +137,7 @@ class ScreenerResult(UpstreamRecord):
     """Symbols that passed a scan, sorted as asked."""
 
     rows: list[ScreenerRow]
-    total_matches: int
+    total_matches: int = Field(description="Securities that match the screen; the rows returned may be fewer (limit).")
 
 
 class NoteDetail(UpstreamRecord):
