@@ -194,7 +194,7 @@ class Reports:
                 gain_loss=dollars(int(r["proceeds_cents"]) - int(r["cost_cents"])),
                 gain_loss_pct=pct(int(r["proceeds_cents"]) - int(r["cost_cents"]), int(r["cost_cents"])),
                 term=Term(r["term"]),
-                wash_sale_ind=int(r["wash_qty"]) > 0,
+                wash_sale_ind=shares(r["wash_qty"]) > 0,
             )
             for r in reversed(self._book.closed_rows(acct_num, symbol, start, end))
         ]

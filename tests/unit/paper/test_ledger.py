@@ -115,7 +115,7 @@ class World:
         self,
         acct: str,
         symbol: str,
-        qty: int,
+        qty: int | Decimal,
         price: str,
         on: date | None = None,
         *,
@@ -360,6 +360,17 @@ def test_wash_sale_when_shares_are_bought_back_within_30_days_after(world: World
     assert world.events[-1].event_type == "COST_BASIS_UPDATED" and world.events[-1].desc["wash_sale"] is True
     world.fill(acct, "AAPL", 10, "85", on=date(2026, 7, 11))  # 31 days later: no wash
     assert sorted(lot.cost_basis for lot in world.ledger.open_lots(acct, "AAPL")) == [420.0, 850.0]
+
+
+def test_a_wash_sale_of_a_fraction_of_a_share_is_flagged(world: World) -> None:
+    acct = world.account("W4", cash="100000")
+    world.fill(acct, "AAPL", Decimal("2.5"), "100", on=date(2026, 6, 1))
+    world.fill(acct, "AAPL", Decimal("-2.5"), "80", on=date(2026, 6, 10))
+    world.fill(acct, "AAPL", Decimal("0.5"), "85", on=date(2026, 6, 11))  # washes 0.5 of the 2.5 shares
+    (closed,) = world.ledger.closed_lots(acct, "AAPL", None, None)
+    assert closed.gain_loss == -50.0 and closed.wash_sale_ind
+    (replacement,) = world.ledger.open_lots(acct, "AAPL")
+    assert replacement.cost_basis == 42.5 + 10.0  # 0.5/2.5 of the 50 loss
 
 
 def test_no_wash_sale_in_a_retirement_account(world: World) -> None:
