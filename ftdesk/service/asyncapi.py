@@ -17,7 +17,7 @@ from typing import Any, Literal
 from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
 
-from ftdesk.service.openapi import _ResponseFieldsRequired
+from ftdesk.service.openapi import ResponseFieldsRequired
 from ftdesk.service.routes.streaming_sse import EVENT_STREAM, QUOTE_STREAM, EventStreamQuery, QuoteStreamQuery
 from ftdesk.service.routes.streaming_ws import (
     WS_DESCRIPTION,
@@ -181,7 +181,7 @@ def build_asyncapi(*, version: str, host: str) -> dict[str, Any]:
     models += [(model, "serialization") for model in WS_MESSAGES.values()]
     models += [(e.data, "serialization") for s in streams.values() for e in s.events if e.data is not None]
     key_map, top = models_json_schema(
-        list(dict.fromkeys(models)), ref_template=SCHEMA_REF, schema_generator=_ResponseFieldsRequired
+        list(dict.fromkeys(models)), ref_template=SCHEMA_REF, schema_generator=ResponseFieldsRequired
     )
     schemas: dict[str, Any] = dict(top.get("$defs", {}))
 

@@ -102,13 +102,14 @@ class ErrorEnvelope(BaseModel):
     error: ErrorInfo
 
 
-class _ResponseFieldsRequired(GenerateJsonSchema):
+class ResponseFieldsRequired(GenerateJsonSchema):
     """Mark every field a response always carries as required, defaults included.
 
     The service serialises records in full (``model_dump`` without exclusions), so in a response a field
     with a default is still always there: generated clients then type it as present, not ``Unset``. Only a
     field dropped when empty (``exclude_if``, e.g. ``raw`` on paper) stays optional. Request bodies and
-    queries are generated in validation mode, where a default still means the field may be left out.
+    queries are generated in validation mode, where a default still means the field may be left out. The
+    AsyncAPI document generates its frame schemas with it too, so both documents agree on what is required.
     """
 
     def field_is_required(
@@ -247,7 +248,7 @@ def build_openapi(endpoints: list[Endpoint], *, version: str) -> dict[str, Any]:
             models.append((ep.query, "validation"))
         if isinstance(stream := ep.extra_openapi.get(SSE_EXTENSION), SseStream):
             models += [(model, "serialization") for model in sse_models(stream)]
-    key_map, top = models_json_schema(models, ref_template=_REF, schema_generator=_ResponseFieldsRequired)
+    key_map, top = models_json_schema(models, ref_template=_REF, schema_generator=ResponseFieldsRequired)
     defs: dict[str, Any] = dict(top.get("$defs", {}))
     _add_sse_blocks(endpoints, key_map, defs)
 
