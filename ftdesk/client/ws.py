@@ -19,7 +19,7 @@ from websockets.exceptions import InvalidStatus, WebSocketException
 from websockets.sync.client import connect as sync_connect
 
 from ftdesk.client.backoff import Backoff
-from ftdesk.client.errors import FtdeskApiError, ServiceError, api_error
+from ftdesk.client.errors import FtdeskApiError, api_error
 from ftdesk.domain.market import OrderBook, Quote
 
 log = logging.getLogger(__name__)
@@ -63,7 +63,8 @@ def parse_frame(text: str | bytes) -> Quote | OrderBook | None:
         if frame.get("symbol"):
             log.warning("Quote WebSocket: %s %s", frame.get("symbol"), frame.get("message"))
             return None
-        raise ServiceError(str(frame.get("code")), str(frame.get("message")), status=0, details=frame.get("details"))
+        # The refusal of our own frame (too many symbols, a malformed one): the same exception as over HTTP.
+        raise api_error(0, {"error": frame}, None)
     return None  # ack, pong, status
 
 

@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator
 import pytest
 from yarl import URL
 
-from ftdesk.client import AsyncClient, AuthenticationError, Client, EventFrame
+from ftdesk.client import AsyncClient, AuthenticationError, Client, EventFrame, InvalidRequestError
 from ftdesk.domain.accounts import AccountType
 from ftdesk.domain.market import Quote
 from tests.client.proxy import CuttingProxy
@@ -151,6 +151,18 @@ async def test_a_refused_key_is_raised_not_retried(start_service) -> None:
         with pytest.raises(AuthenticationError) as ws_refused:
             await anext(api.ws_quotes(["AAPL"]))
         assert ws_refused.value.code == "API_KEY_INVALID"
+
+
+async def test_a_refused_websocket_subscription_raises_the_same_family_as_over_http(start_service) -> None:
+    service = await start_service()
+    too_many = [f"S{n:03d}" for n in range(201)]
+    async with AsyncClient(service.base_url, service.api_key, reconnect_delays=FAST_RECONNECT) as api:
+        with pytest.raises(InvalidRequestError) as ws_refused:
+            await anext(api.ws_quotes(too_many))
+        with pytest.raises(InvalidRequestError) as sse_refused:
+            await anext(api.stream_quotes(too_many))
+    assert ws_refused.value.code == sse_refused.value.code == "VALIDATION_ERROR"
+    assert ws_refused.value.details
 
 
 async def test_the_sse_quote_iterator_reconnects_after_a_drop(start_service) -> None:
