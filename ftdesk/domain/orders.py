@@ -116,6 +116,21 @@ class OrderStatus(StrEnum):
         return self in (OrderStatus.OPEN, OrderStatus.PARTIALLY_FILLED, OrderStatus.PENDING_TRIGGER)
 
 
+SHARE_PLACES = 4
+"""Decimal places a quantity of shares may have: fractions of a share go down to 0.0001."""
+
+
+def fraction_refusal(price_type: PriceType, tif: TimeInForce, action: EquityAction) -> str | None:
+    """Return why an equity order of this kind may not be for a fraction of a share, or None when it may."""
+    if price_type not in (PriceType.MARKET, PriceType.LIMIT):
+        return f"a fraction of a share trades on market (M) and limit (L) orders only, not {price_type.value}"
+    if tif is not TimeInForce.DAY:
+        return "a fraction of a share trades on day (D) orders only, not good till canceled (G)"
+    if action not in (EquityAction.BUY, EquityAction.SELL):
+        return f"a fraction of a share is bought (B) or sold (S), never with {action.value}"
+    return None
+
+
 def _check_prices(price_type: PriceType, limit_price: float | None, stop_price: float | None) -> None:
     if price_type in (PriceType.LIMIT, PriceType.STOP_LIMIT) and limit_price is None:
         raise ValueError(f"limit_price is required for price type {price_type.value}")

@@ -26,7 +26,7 @@ from pydantic_core import PydanticCustomError
 
 from ftdesk.domain.errors import ValidationFailed
 from ftdesk.domain.order_actions import LEG_WORDS, ActionKind, Side, describe
-from ftdesk.domain.orders import EquityAction, LegAction, PriceType, TimeInForce
+from ftdesk.domain.orders import SHARE_PLACES, EquityAction, LegAction, PriceType, TimeInForce, fraction_refusal
 from ftdesk.service.routing import BodyModel
 
 
@@ -45,9 +45,6 @@ def _a_json_number(value: Any) -> Any:
 # Not strict like the rest of a body (10.0 is a whole number), so strings are refused here instead.
 Quantity = Annotated[int, Field(gt=0, le=10_000_000, strict=False), BeforeValidator(_a_json_number)]
 """A whole, positive number of contracts (or of shares in a conditional leg): 10 and 10.0 are accepted, 10.5 is not."""
-
-SHARE_PLACES = 4
-"""Decimal places an equity quantity may have: fractions of a share go down to 0.0001."""
 
 
 def _share_precision(value: float) -> float:
@@ -88,17 +85,9 @@ SHARE_QUANTITY = (
 
 def fractional_rule(qty: float, price_type: PriceType, tif: TimeInForce, action: EquityAction) -> None:
     """Refuse a fraction of a share on an order that may not have one (422 VALIDATION_ERROR naming ``qty``)."""
-    if qty == int(qty):
-        return
-    if price_type not in (PriceType.MARKET, PriceType.LIMIT):
-        why = f"a fraction of a share trades on market (M) and limit (L) orders only, not {price_type.value}"
-    elif tif is not TimeInForce.DAY:
-        why = "a fraction of a share trades on day (D) orders only, not good till canceled (G)"
-    elif action not in (EquityAction.BUY, EquityAction.SELL):
-        why = f"a fraction of a share is bought (B) or sold (S), never with {action.value}"
-    else:
-        return
-    raise ValidationFailed.for_field("qty", f"qty {qty:g}: {why}")
+    why = None if qty == int(qty) else fraction_refusal(price_type, tif, action)
+    if why is not None:
+        raise ValidationFailed.for_field("qty", f"qty {qty:g}: {why}")
 
 
 MAX_PRICE = 10_000_000.0

@@ -12,10 +12,11 @@ from typing import Any
 
 from ftdesk.brokers.paper.ledger_money import dollars, price_float, price_of
 from ftdesk.brokers.paper.options import canonical_option_symbol
-from ftdesk.brokers.paper.quantities import SHARE_PLACES, SHARE_STEP, from_order, is_whole, number, shares
+from ftdesk.brokers.paper.quantities import SHARE_STEP, from_order, is_whole, number, shares
 from ftdesk.brokers.paper.quantities import text as quantity_text
 from ftdesk.domain.errors import OrderRejected
 from ftdesk.domain.orders import (
+    SHARE_PLACES,
     ConditionalLeg,
     ConditionalType,
     DebitCredit,
@@ -33,6 +34,7 @@ from ftdesk.domain.orders import (
     PositionIntent,
     PriceType,
     TimeInForce,
+    fraction_refusal,
 )
 
 ENGINE_SCHEMA = """
@@ -268,20 +270,10 @@ def _optional_price(value: float | None) -> Decimal | None:
 
 
 def fractional_refusal(order: EquityOrder | ConditionalLeg) -> str | None:
-    """Return why this order may not be for a fraction of a share, or None when it may.
-
-    Fractional shares trade on market and limit day orders that buy (B) or sell a long position (S); not
-    on stop or stop-limit orders, good-till-canceled orders, short sales, buys to cover, or conditional legs.
-    """
+    """Return why this order may not be for a fraction of a share (the domain's rule), or None when it may."""
     if isinstance(order, ConditionalLeg):
         return "a conditional order's legs are whole shares"
-    if order.price_type not in (PriceType.MARKET, PriceType.LIMIT):
-        return "fractional shares trade on market (M) and limit (L) orders only"
-    if order.tif is not TimeInForce.DAY:
-        return "fractional shares trade on day (D) orders only"
-    if EquityAction(order.action) not in (EquityAction.BUY, EquityAction.SELL):
-        return "fractional shares are bought (B) and sold (S), never sold short or bought to cover"
-    return None
+    return fraction_refusal(order.price_type, order.tif, EquityAction(order.action))
 
 
 def share_quantity(qty: float, refusal: str | None = None) -> Decimal:
@@ -296,7 +288,7 @@ def share_quantity(qty: float, refusal: str | None = None) -> Decimal:
         )
     if refusal is not None and not is_whole(exact):
         raise OrderRejected(
-            f"Quantity {qty:g} is a fraction of a share, and {refusal}",
+            f"Quantity {qty:g}: {refusal}",
             reason="INVALID_QUANTITY",
             details={"qty": qty},
         )

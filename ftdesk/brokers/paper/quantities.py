@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from decimal import ROUND_HALF_EVEN, Decimal
 
-SHARE_PLACES = 4
 SHARE_STEP = Decimal("0.0001")
 """The finest fraction of a share the paper broker trades."""
 
