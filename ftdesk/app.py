@@ -163,6 +163,7 @@ class ServiceRuntime:
         safety = await SafetyGuard.open(SafetyStore(settings.data_dir), orders.journal, self.clock)
         resources.push_async_callback(safety.close)
         orders.guard = safety
+        orders.live_now = lambda: self.live.enabled
         # Registered before the start: a start that fails half-way may have opened part of the broker already,
         # and closing a broker that never started is safe.
         resources.push_async_callback(self.broker.close)

@@ -149,6 +149,9 @@ class OrderDesk:
         self.journal = journal
         self.previews = PreviewBook(clock)
         self.guard: SafetyGuard | None = None  # set by the composition root once the safety file is read
+        # The live switch as it is now (set by the composition root): the gate's broker reads take time, and a
+        # switch turned off meanwhile must refuse the place, not the request's earlier reading of it.
+        self.live_now: Callable[[], bool] | None = None
         self._late_writes: set[asyncio.Task[None]] = set()
         self._places_in_flight = 0
         self._settled = asyncio.Event()
@@ -256,12 +259,11 @@ class OrderDesk:
     ) -> OrderPlacement:
         key = ticket.idempotency_key
         entry_id = await self._begin(ticket, preview=preview)
-        if self.guard is not None and self.guard.halted:
-            # A halt that began while the row was written wins: no place whose row is newer than the halt goes out.
+        late = self._late_refusal()
+        if late is not None:
             self.previews.release(preview)
-            halted = self.guard.halted_error()
-            await self._finish(entry_id, Outcome.REFUSED, halted, key=key, response=None)
-            raise halted
+            await self._finish(entry_id, Outcome.REFUSED, late, key=key, response=None)
+            raise late
 
         reached = False
 
@@ -303,6 +305,18 @@ class OrderDesk:
             response=response,
         )
         return placement
+
+    def _late_refusal(self) -> FtdeskError | None:
+        """Return the refusal of a place whose row is written: a halt or a live switch turned off since the request.
+
+        The gate's broker reads and the journal write take time; no place whose row is newer than a halt or a
+        switch to dry-run goes out.
+        """
+        if self.guard is not None and self.guard.halted:
+            return self.guard.halted_error()
+        if self.live_now is not None and not self.live_now():
+            return LiveTradingDisabled(LIVE_TRADING_OFF)
+        return None
 
     async def _admit(self, ticket: OrderTicket) -> BoundPreview:
         """Apply the safety guard and the live gate, then claim the bound preview (all before any broker call)."""

@@ -236,3 +236,30 @@ async def test_a_daily_loss_halts_trading_with_no_order_sent_and_not_without_a_l
     assert any(f"account {acct} lost" in state["halt"]["reason"] for acct in losses), state["halt"]
     assert state["live_trading"] is False and await desk.open_orders() == []
     assert resting in halt_rows[0]["conf_nums"]
+
+
+async def test_live_trading_turned_off_while_a_place_waits_for_the_limits_quote_refuses_that_place(
+    make_desk, monkeypatch
+) -> None:
+    desk: Desk = await make_desk(limits={"max_price_distance_pct": "10"})
+    acct = await desk.account()
+    body = await desk.resting_buy(acct)
+    conf = accepted(await preview(desk, body))["conf_num"]
+    feed = desk.broker.quote_feed
+    snapshot = feed.snapshot
+    reading, go_on = asyncio.Event(), asyncio.Event()
+
+    async def held(symbols: list[str]) -> Any:  # the quote the price-distance check reads, held back
+        reading.set()
+        await go_on.wait()
+        return await snapshot(symbols)
+
+    monkeypatch.setattr(feed, "snapshot", held)
+    place = asyncio.create_task(desk.call("POST", "/orders/equity/place", json={**body, "confNum": conf}))
+    async with asyncio.timeout(10):
+        await reading.wait()
+    desk.control.set_live_trading(False, source="tray")  # the trader turns live off while the place is checked
+    go_on.set()
+    status, answer = await place
+    assert status == 403 and answer["error"]["code"] == "LIVE_TRADING_DISABLED", answer
+    assert await desk.open_orders() == []
