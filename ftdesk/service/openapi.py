@@ -19,6 +19,7 @@ from ftdesk.service.routing import Endpoint
 from ftdesk.service.server import MAX_LINE_BYTES
 from ftdesk.service.stream_frames import (
     ASYNCAPI_PATH,
+    SCHEMA_REF,
     SSE_EXTENSION,
     STREAMS_DESCRIPTION,
     SseStream,
@@ -27,7 +28,6 @@ from ftdesk.service.stream_frames import (
     sse_response,
 )
 
-_REF = "#/components/schemas/{model}"
 _PATH_PARAM = re.compile(r"\{([^}:]+)(?::[^}]*)?\}")
 
 API_DESCRIPTION = (
@@ -186,7 +186,7 @@ def _error_responses(endpoint: Endpoint) -> dict[str, Any]:
         responses[str(status)] = {
             "description": description,
             "content": {
-                "application/json": {"schema": {"$ref": _REF.format(model="ErrorEnvelope")}, "examples": examples}
+                "application/json": {"schema": {"$ref": SCHEMA_REF.format(model="ErrorEnvelope")}, "examples": examples}
             },
         }
     return responses
@@ -248,7 +248,7 @@ def build_openapi(endpoints: list[Endpoint], *, version: str) -> dict[str, Any]:
             models.append((ep.query, "validation"))
         if isinstance(stream := ep.extra_openapi.get(SSE_EXTENSION), SseStream):
             models += [(model, "serialization") for model in sse_models(stream)]
-    key_map, top = models_json_schema(models, ref_template=_REF, schema_generator=ResponseFieldsRequired)
+    key_map, top = models_json_schema(models, ref_template=SCHEMA_REF, schema_generator=ResponseFieldsRequired)
     defs: dict[str, Any] = dict(top.get("$defs", {}))
     _add_sse_blocks(endpoints, key_map, defs)
 
