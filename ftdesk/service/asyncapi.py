@@ -18,7 +18,7 @@ from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
 
 from ftdesk.service.openapi import ResponseFieldsRequired
-from ftdesk.service.routes.streaming_sse import EVENT_STREAM, QUOTE_STREAM, EventStreamQuery, QuoteStreamQuery
+from ftdesk.service.routes.streaming_sse import routes as sse_routes
 from ftdesk.service.routes.streaming_ws import (
     WS_DESCRIPTION,
     WS_QUOTES_ALIAS,
@@ -29,6 +29,7 @@ from ftdesk.service.routes.streaming_ws import (
 from ftdesk.service.stream_frames import (
     HEARTBEAT,
     SCHEMA_REF,
+    SSE_EXTENSION,
     WS_MESSAGES,
     SseEvent,
     SseStream,
@@ -36,13 +37,17 @@ from ftdesk.service.stream_frames import (
     WsPongFrame,
     WsRequestErrorFrame,
     sse_data_refs,
+    sse_models,
 )
 
 ASYNCAPI_VERSION = "3.0.0"
 HTTP_SERVER = "local-http"
 WS_SERVER = "local-ws"
-SSE_OPERATIONS: Mapping[str, str] = MappingProxyType({"quoteStream": "stream_quotes", "accountEvents": "stream_events"})
-"""The operation of each SSE channel, named like its OpenAPI operationId."""
+SSE_CHANNELS: Mapping[str, tuple[str, str]] = MappingProxyType(
+    {"stream_quotes": ("quoteStream", "Quotes (SSE)"), "stream_events": ("accountEvents", "Account events (SSE)")}
+)
+"""The channel name and title of each SSE endpoint by its operationId, which also names the channel's operation;
+the address, the query and the events come from the endpoint itself."""
 ModelKey = tuple[type[BaseModel], Literal["validation", "serialization"]]
 
 DOCUMENT_DESCRIPTION = f"""\
@@ -174,12 +179,15 @@ def _ws_message(name: str, model: type[BaseModel], payload: Any) -> dict[str, An
 
 def build_asyncapi(*, version: str, host: str) -> dict[str, Any]:
     """Return the AsyncAPI 3.0 document of the SSE streams and the quote WebSocket, served on ``host``."""
-    streams = {"quoteStream": QUOTE_STREAM, "accountEvents": EVENT_STREAM}
-    queries: dict[str, type[BaseModel]] = {"quoteStream": QuoteStreamQuery, "accountEvents": EventStreamQuery}
+    streams = [
+        (ep, stream)
+        for ep in sse_routes.endpoints
+        if isinstance(stream := ep.extra_openapi.get(SSE_EXTENSION), SseStream)
+    ]
     models: list[ModelKey] = [(WsClientMessage, "validation")]
-    models += [(query, "validation") for query in queries.values()]
+    models += [(ep.query, "validation") for ep, _ in streams if ep.query is not None]
     models += [(model, "serialization") for model in WS_MESSAGES.values()]
-    models += [(e.data, "serialization") for s in streams.values() for e in s.events if e.data is not None]
+    models += [(model, "serialization") for _, stream in streams for model in sse_models(stream)]
     key_map, top = models_json_schema(
         list(dict.fromkeys(models)), ref_template=SCHEMA_REF, schema_generator=ResponseFieldsRequired
     )
@@ -188,32 +196,30 @@ def build_asyncapi(*, version: str, host: str) -> dict[str, Any]:
     messages: dict[str, Any] = {}
     channels: dict[str, Any] = {}
     operations: dict[str, Any] = {}
-    for channel, stream in streams.items():
+    for ep, stream in streams:
+        channel, title = SSE_CHANNELS[ep.operation_id]
         payloads = sse_data_refs(stream, key_map, schemas)
         names = []
         for event in stream.events:
             messages[event.title] = _sse_message(event, stream, payloads)
             names.append(event.title)
         channels[channel] = {
-            "address": "/api/v1/streaming/quotes" if channel == "quoteStream" else "/api/v1/streaming/events",
-            "title": "Quotes (SSE)" if channel == "quoteStream" else "Account events (SSE)",
+            "address": ep.path,
+            "title": title,
             "description": stream.description,
             "servers": [_ref("servers", HTTP_SERVER)],
             "messages": {name: _ref("components", "messages", name) for name in names},
         }
-        operations[SSE_OPERATIONS[channel]] = {
+        binding: dict[str, Any] = {"method": ep.method}
+        if ep.query is not None:
+            binding["query"] = _binding_query(key_map[(ep.query, "validation")], schemas)
+        operations[ep.operation_id] = {
             "action": "receive",
-            "title": f"Receive {channels[channel]['title']}",
-            "summary": f"GET {channels[channel]['address']} and read its blocks until the connection ends.",
+            "title": f"Receive {title}",
+            "summary": f"{ep.method} {ep.path} and read its blocks until the connection ends.",
             "channel": _ref("channels", channel),
             "messages": [_ref("channels", channel, "messages", name) for name in names],
-            "bindings": {
-                "http": {
-                    "method": "GET",
-                    "query": _binding_query(key_map[(queries[channel], "validation")], schemas),
-                    "bindingVersion": "0.3.0",
-                }
-            },
+            "bindings": {"http": {**binding, "bindingVersion": "0.3.0"}},
         }
 
     ws_names: list[str] = []
