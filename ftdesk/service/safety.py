@@ -52,6 +52,7 @@ class SafetyGuard:
         self._switch_live: LiveSwitcher | None = None
         self._writes: set[asyncio.Task[None]] = set()
         self.halt_lock = asyncio.Lock()  # one halt or resume at a time
+        self._save_lock = asyncio.Lock()  # one write of the safety file at a time, so the newest is the last
         self._settings: Callable[[], Settings] | None = None
         self._reads: BrokerReads | None = None
         self._halt: Halter | None = None
@@ -202,10 +203,9 @@ class SafetyGuard:
         """Record a change of the live-trading switch: in the safety file and the journal (written off the loop)."""
         change = LiveSwitchChange(enabled=enabled, source=source, time=self._clock.now())
         self._record = dataclasses.replace(self._record, last_live_change=change)
-        record = self._record
         message = f"Live trading switched {'ON' if enabled else 'off'} by {source}"
         # No listener call: the control surface tells its listeners LIVE_TRADING, which covers this record.
-        self._later(self._persist_and_journal(record, JournalAction.LIVE_SWITCH, source, message))
+        self._later(self._persist_and_journal(JournalAction.LIVE_SWITCH, source, message))
 
     async def journal(
         self,
@@ -237,13 +237,19 @@ class SafetyGuard:
         self._record = record  # in memory first: the gate refuses from this moment on
         self._notify()
         try:
-            await asyncio.to_thread(self._store.save, record)
+            await self._save()
         except Exception:
             log.exception("Could not write the safety file; the state holds for this run only")
 
-    async def _persist_and_journal(self, record: SafetyRecord, action: JournalAction, source: str, text: str) -> None:
+    async def _save(self) -> None:
+        # Writes run in threads; taken one at a time and each writing the record as it is when its turn comes,
+        # an older record (a live-switch audit written in the background) never lands over a newer halt.
+        async with self._save_lock:
+            await asyncio.to_thread(self._store.save, self._record)
+
+    async def _persist_and_journal(self, action: JournalAction, source: str, text: str) -> None:
         try:
-            await asyncio.to_thread(self._store.save, record)
+            await self._save()
         except Exception:
             log.exception("Could not write the safety file")
         await self.journal(action, source, text)

@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import os
 import stat
+import threading
 from datetime import UTC, date, datetime
 from pathlib import Path
 
 import pytest
 
 from ftdesk.domain.safety import HaltState, LiveSwitchChange
+from ftdesk.service.orders_journal import OrderJournal
+from ftdesk.service.safety import SafetyGuard
 from ftdesk.service.safety_store import SAFETY_FILE_NAME, SafetyRecord, SafetyStore
+from tests.fakes.clock import ManualClock
 
 NOW = datetime(2026, 11, 25, 15, 30, tzinfo=UTC)
 
@@ -37,3 +41,33 @@ def test_an_unreadable_file_reads_as_halted(tmp_path: Path, text: str) -> None:
     (tmp_path / SAFETY_FILE_NAME).write_text(text)
     halt = SafetyStore(tmp_path).load(NOW).halt
     assert halt.halted and halt.by == "safety-file" and halt.since == NOW
+
+
+class _SlowUnhaltedWrites(SafetyStore):
+    """A disk on which a write of a not-halted record is slower than the halt's write that follows it."""
+
+    def __init__(self, data_dir: Path) -> None:
+        super().__init__(data_dir)
+        self.halt_written = threading.Event()
+
+    def save(self, record: SafetyRecord) -> None:
+        if not record.halt.halted:
+            self.halt_written.wait(timeout=2)
+        super().save(record)
+        if record.halt.halted:
+            self.halt_written.set()
+
+
+async def test_a_halt_right_after_a_live_switch_is_what_the_file_keeps(tmp_path: Path) -> None:
+    clock = ManualClock(NOW)
+    journal = OrderJournal(tmp_path / "journal.sqlite", clock)
+    journal.open()
+    store = _SlowUnhaltedWrites(tmp_path)
+    guard = SafetyGuard(store, journal, clock, SafetyRecord())
+    guard.live_changed(True, "tray")  # its file write runs in the background
+    await guard.set_halted("api", None)
+    await guard.close()
+    journal.close()
+    kept = SafetyStore(tmp_path).load(NOW)
+    assert kept.halt.halted and kept.halt.by == "api", "a restart must come back halted"
+    assert kept.last_live_change is not None and kept.last_live_change.enabled
