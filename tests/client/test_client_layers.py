@@ -10,7 +10,9 @@ from pydantic import BaseModel
 
 from ftdesk.client import AsyncClient, Client, models
 from ftdesk.client.discovery import API_KEY_ENTRY, KEYCHAIN_SERVICE
+from ftdesk.client.errors import ERROR_FAMILIES
 from ftdesk.service import keys
+from ftdesk.service.errors import ERROR_TABLE
 from ftdesk.service.routes.health import Health
 from ftdesk.service.routes.market_data import QuotesAnswer
 from ftdesk.service.session import SessionStatus
@@ -46,6 +48,14 @@ def test_the_mirrored_answers_have_the_services_fields() -> None:
 def test_the_key_is_looked_up_where_the_service_stores_it() -> None:
     assert (KEYCHAIN_SERVICE, API_KEY_ENTRY) == (keys.KEYCHAIN_SERVICE, keys.API_KEY_ENTRY)
     assert API_KEY_ENTRY == keys.API_KEY_FILE_NAME
+
+
+def test_every_error_code_of_the_service_raises_a_named_family() -> None:
+    # A code the service adds later must be given its family here, or a script catching, say,
+    # TradingDisabledError would miss it: only the service's own failures fall to ServiceError.
+    codes = {spec.code for spec in ERROR_TABLE.values()}
+    assert ERROR_FAMILIES.keys() <= codes
+    assert codes - ERROR_FAMILIES.keys() == {"INTERNAL_ERROR", "CREDENTIAL_STORE_UNAVAILABLE", "STREAMING_UNAVAILABLE"}
 
 
 CLIENT_OPERATIONS = (
