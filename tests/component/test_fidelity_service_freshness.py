@@ -245,6 +245,24 @@ async def test_two_concurrent_identical_position_reads_reach_the_upstream_once(s
         assert "Age" not in headers and "Cache-Control" not in headers
 
 
+async def test_a_read_asked_after_a_write_does_not_share_a_call_that_left_before_it(
+    start_fidelity: StartFidelity,
+) -> None:
+    service, fake, _, _ = await start_fidelity()
+    hits = fake.hits[POSITIONS]
+    fake.hold(POSITIONS)
+    first = asyncio.create_task(get(service, POSITIONS_PATH))
+    await arrived(fake, POSITIONS, hits + 1)  # on its way: it may be answered as things were before the write
+
+    status, body = await service.call("POST", NOTES_PATH, json={"note": "n", "symbol": "SPY", "title": "t"})
+    assert status == 201, body
+    second = asyncio.create_task(get(service, POSITIONS_PATH))
+    await arrived(fake, POSITIONS, hits + 2)  # asked upstream on its own
+    fake.release(POSITIONS)
+    for status, _, body in await asyncio.gather(first, second):
+        assert status == 200, body
+
+
 async def test_the_holiday_calendar_comes_from_the_cache_the_second_time_and_says_so(
     start_fidelity: StartFidelity,
 ) -> None:

@@ -10,14 +10,14 @@ on the routed host) and turns what comes back into domain outcomes:
 * any other non-2xx status, a timeout, a transport failure, or a body with ``respTypeCode "E"``
   -> ``BrokerError`` carrying the upstream's own message.
 
-Politeness (``politeness``): reads, writes and logins have budgets of their own; reads cost nothing
-until the upstream pushes back. Identical concurrent reads (GETs, and the POSTs that only read) share
-one upstream call. An account read's answer (``answer_reuse.ACCOUNT_READS``) also answers identical reads
-for up to ``FidelityConfig.read_share`` seconds after it arrives, but only while ftdesk can prove it is still
-current: the account-event stream is live and no event and no write came since it was fetched (any event
-or write drops every kept answer at once), and while reads take ``SHARE_MIN`` or more on average. Reference
-data comes from ``reference_cache`` while fresh. A read answered 429,
-502, 503 or 504, or cut off, is retried (tenacity, sleeping on the injected clock) with jittered backoff
+Politeness (``politeness``): reads, writes and logins have budgets of their own; reads cost nothing until the
+upstream pushes back. Identical concurrent reads (GETs, and the POSTs that only read) share one upstream call,
+unless a write or an account event came between them. An account read's answer
+(``answer_reuse.ACCOUNT_READS``) also answers identical reads for up to ``FidelityConfig.read_share`` seconds
+after it arrives, but only while ftdesk can prove it is still current: the account-event stream is live and no
+event and no write came since it was fetched (any event or write drops every kept answer at once), and while
+reads take ``SHARE_MIN`` or more on average. Reference data comes from ``reference_cache`` while fresh. A read
+answered 429, 502, 503 or 504, or cut off, is retried (tenacity, sleeping on the injected clock) with jittered backoff
 and at least the ``Retry-After`` asked for, within ``FidelityConfig.read_budget`` seconds; then the caller
 gets ``BrokerError`` with ``details.reason`` ``UPSTREAM_BUSY``. A write (place, cancel, any call that
 changes something) is never retried: an order must never go out twice.
@@ -185,7 +185,9 @@ class FidelityHttp:
         self._session = aiohttp.ClientSession(
             connector=router.connector(), cookie_jar=jar, timeout=aiohttp.ClientTimeout(total=config.request_timeout)
         )
-        self._inflight: dict[tuple[str, str, str, Profile], asyncio.Task[UpstreamResponse]] = {}
+        # Reads in flight, by request and by the writes and account events seen when they left: a read asked
+        # after a write or an event does not share a call that may have been answered before it.
+        self._inflight: dict[tuple[tuple[str, str, str, Profile], int, int], asyncio.Task[UpstreamResponse]] = {}
         self._cache: ReferenceCache[UpstreamResponse] = ReferenceCache()
         # Account answers just received, reused for identical reads for read_share seconds while the watch
         # proves them current (answer_reuse): its epoch moves on every account event and stream change.
@@ -269,11 +271,12 @@ class FidelityHttp:
         if entry is not None:
             report_served(self._clock.monotonic() - entry.stored_at, entry.ttl)
             return entry.value
-        task = self._inflight.get(key)
+        flight = (key, self._writes, self._watch.events)
+        task = self._inflight.get(flight)
         if task is None:
             task = _start(self._read(key, payload, extra, ttl, request_id), f"fidelity {method} {url}")
-            self._inflight[key] = task
-            task.add_done_callback(lambda done: self._forget(key, done))
+            self._inflight[flight] = task
+            task.add_done_callback(lambda done: self._forget(flight, done))
         # Shielded: one caller giving up must not cancel the call the others wait for.
         response = await asyncio.shield(task)
         stored = kept.peek(key)
@@ -299,9 +302,11 @@ class FidelityHttp:
             raise_for_business_error(payload, what)
         return payload
 
-    def _forget(self, key: tuple[str, str, str, Profile], task: asyncio.Task[UpstreamResponse]) -> None:
-        if self._inflight.get(key) is task:
-            del self._inflight[key]
+    def _forget(
+        self, flight: tuple[tuple[str, str, str, Profile], int, int], task: asyncio.Task[UpstreamResponse]
+    ) -> None:
+        if self._inflight.get(flight) is task:
+            del self._inflight[flight]
         if not task.cancelled():
             task.exception()  # mark retrieved: every waiter may have given up
 
