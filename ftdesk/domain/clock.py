@@ -4,8 +4,17 @@ from __future__ import annotations
 
 import asyncio
 import time
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from typing import Protocol
+from zoneinfo import ZoneInfo
+
+TRADING_ZONE = ZoneInfo("America/New_York")
+"""The US markets' zone: a trading day is its date there, as on the brokers' statements."""
+
+
+def trading_day(now: datetime) -> date:
+    """Return the America/New_York date of a time."""
+    return now.astimezone(TRADING_ZONE).date()
 
 
 class Clock(Protocol):

@@ -14,18 +14,15 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import date, datetime
 from typing import TypeVar
-from zoneinfo import ZoneInfo
 
 from ftdesk.brokers.capabilities import AccountsApi, OrdersApi
 from ftdesk.domain.accounts import Account, Position
+from ftdesk.domain.clock import TRADING_ZONE, trading_day
 from ftdesk.domain.orders import CancelResult, Order
 from ftdesk.service.context import ServiceContext
 from ftdesk.service.listed_cancels import cancel_listed_order
 
 T = TypeVar("T")
-
-TRADING_ZONE = ZoneInfo("America/New_York")
-"""A fill belongs to the trading day of its America/New_York date, as on the brokers' statements."""
 
 
 @dataclass(frozen=True)
@@ -35,11 +32,6 @@ class OrderBook:
     open: list[Order]  # working: open, partly filled, or waiting for a trigger
     filled_today: list[Order]  # any quantity executed, entered on the trading day, or still working
     trading_day: date
-
-
-def trading_day(now: datetime) -> date:
-    """Return the America/New_York date of a time."""
-    return now.astimezone(TRADING_ZONE).date()
 
 
 def entered_on(order: Order, day: date) -> bool:

@@ -20,7 +20,7 @@ from datetime import datetime
 from typing import Any
 
 from ftdesk.config import Settings
-from ftdesk.domain.clock import Clock
+from ftdesk.domain.clock import Clock, trading_day
 from ftdesk.domain.safety import HaltState, LiveSwitchChange, RiskLimitExceeded, TradingHalted, limit_details
 from ftdesk.service.orders_journal import JournalAction, JournalDraft, OrderFacts, OrderJournal, Outcome
 from ftdesk.service.safety_limits import LimitChecker, order_lines
@@ -156,7 +156,7 @@ class SafetyGuard:
         pnl = await reads.pnl(acct)
         self.limits.pnl[acct] = pnl
         loss = -pnl.total
-        if loss <= limit or self._record.loss_halted_on(acct) == self._clock.now().date():
+        if loss <= limit or self._record.loss_halted_on(acct) == trading_day(self._clock.now()):
             return None
         await self.note_loss_halt(acct)
         reason = f"account {acct} lost ${loss:,.2f} today, over the daily loss limit ${limit:,.2f}"
@@ -197,7 +197,7 @@ class SafetyGuard:
 
     async def note_loss_halt(self, acct_num: str) -> None:
         """Remember that the daily loss limit halted trading for this account today."""
-        await self._change(self._record.with_loss_halt(acct_num, self._clock.now().date()))
+        await self._change(self._record.with_loss_halt(acct_num, trading_day(self._clock.now())))
 
     def live_changed(self, enabled: bool, source: str) -> None:
         """Record a change of the live-trading switch: in the safety file and the journal (written off the loop)."""

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ftdesk.config import Settings
-from ftdesk.domain.clock import Clock
+from ftdesk.domain.clock import Clock, trading_day
 from ftdesk.domain.orders import (
     ConditionalOrder,
     ConditionalReplace,
@@ -164,7 +164,7 @@ class LimitChecker:
 
     def usage(self, record: SafetyRecord) -> LimitUsage:
         """Return the usage of the limits now (open orders and P&L as last read)."""
-        today = self._clock.now().date()
+        today = trading_day(self._clock.now())
         return LimitUsage(
             places_this_minute=self.places_this_minute(),
             open_orders=self.open_orders,

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 
-from ftdesk.domain.clock import Clock
+from ftdesk.domain.clock import Clock, trading_day
 from ftdesk.domain.errors import FtdeskError
 from ftdesk.domain.safety import AccountPnl
 from ftdesk.service.session import SessionManager
@@ -61,7 +61,7 @@ class BrokerReads:
         kept = self._pnl.get(acct_num)
         if kept is not None and now - kept[0] < PNL_MAX_AGE:
             return kept[1]
-        today = self._clock.now().date()
+        today = trading_day(self._clock.now())  # the market's day: the evening in New York is not tomorrow
         positions = await self._session.run(lambda broker: broker.accounts.get_positions(acct_num))
         closed = await self._session.run(lambda broker: broker.accounts.get_closed_positions(acct_num, today, today))
         unrealized = round(sum(p.todays_gain_loss for p in positions), 2)
