@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from datetime import UTC, date, datetime
 
+from ftdesk.domain.clock import trading_day
 from ftdesk.domain.orders import OrderStatus
-from ftdesk.service.cockpit_access import CockpitAccess, trading_day
+from ftdesk.service.cockpit_access import CockpitAccess
 from tests.api.test_order_safety import individual_account, journal, orders, place, preview, resting_buy
 
 API = "/api/v1"
