@@ -17,6 +17,7 @@ from ftdesk.brokers.paper.ledger_money import dollars, option_expired, price_flo
 from ftdesk.brokers.paper.ledger_types import AccountRules
 from ftdesk.brokers.paper.ports import Instrument, MarketView
 from ftdesk.brokers.paper.quantities import ZERO, number
+from ftdesk.brokers.paper.quantities import text as quantity_text
 from ftdesk.brokers.paper.store import PaperStore
 from ftdesk.domain.accounts import SecurityType
 from ftdesk.domain.clock import Clock
@@ -169,12 +170,15 @@ class OrderChecks:
             if spec.qty > available:
                 verb = "sell" if long_side else "buy to cover"
                 what = "long" if long_side else "short"
-                held_text = f"you hold {max(ZERO, held if long_side else -held):,} {what}"
-                open_text = f" and {reserved:,} are already in open orders" if reserved else ""
+                held_text = f"you hold {quantity_text(max(ZERO, held if long_side else -held), grouped=True)} {what}"
+                open_text = (
+                    f" and {quantity_text(reserved, grouped=True)} are already in open orders" if reserved else ""
+                )
                 hint = " (to sell short, use SS)" if long_side and held <= 0 else ""
+                most = quantity_text(available, grouped=True)
                 raise reject(
                     "INSUFFICIENT_POSITION",
-                    f"You can {verb} at most {available:,} {spec.symbol}: {held_text}{open_text}{hint}",
+                    f"You can {verb} at most {most} {spec.symbol}: {held_text}{open_text}{hint}",
                     available=number(available),
                 )
 

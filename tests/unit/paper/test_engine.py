@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from datetime import UTC, datetime, timedelta
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -660,6 +661,15 @@ def test_rejections_have_stable_reasons_and_clear_messages(
     error = reason_of(lambda: world.engine.preview_equity(eq(acct, **order)))
     assert error.reason == reason and error.details["reason"] == reason
     assert text in error.message
+
+
+def test_a_sale_refused_for_want_of_fractional_shares_says_how_many_as_people_write_them(world: World) -> None:
+    acct = world.account("R3", margin=False, level=2, cash="2000")
+    world.fill(acct, "AAPL", Decimal("2.5"), "100")
+    assert place(world, eq(acct, "S", 0.5, "L", limit_price=500)).status is OrderStatus.OPEN
+    error = reason_of(lambda: world.engine.preview_equity(eq(acct, "S", 2.5)))
+    assert error.reason == "INSUFFICIENT_POSITION" and error.details["available"] == 2.0
+    assert error.message.startswith("You can sell at most 2 AAPL: you hold 2.5 long and 0.5 are already in open")
 
 
 def test_place_revalidates_and_records_a_rejected_order(world: World) -> None:
