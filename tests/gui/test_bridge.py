@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import socket
 import stat
@@ -157,9 +158,17 @@ async def test_a_key_fixed_by_the_environment_cannot_be_regenerated(make_desktop
 # --- journal -------------------------------------------------------------------------------------------
 
 
+async def startup_rows_written(desktop) -> None:
+    """Wait for the live switch's startup row (journaled off the loop) so that rows written next come after it."""
+    async with asyncio.timeout(10):
+        while not any(e.action.value == "live_switch" for e in await desktop.bridge.journal_entries()):  # noqa: ASYNC110
+            await asyncio.sleep(0.01)
+
+
 async def test_the_journal_lists_the_newest_order_actions(make_desktop) -> None:
     desktop = await make_desktop()
     await log_in(desktop)
+    await startup_rows_written(desktop)
     accounts = await desktop.runtime.broker.accounts.get_accounts()
     order = {"acctNum": accounts[0].acct_num, "symbol": "KO", "orderActionCode": "B", "qty": 2, "priceTypeCode": "M"}
     status, _body = await desktop.call("POST", "/api/v1/orders/equity/preview", json=order)

@@ -10,6 +10,7 @@ from ftdesk.gui.settings_dialog import SettingsDialog
 from ftdesk.gui.status_window import NO_TRAY_NOTE
 from tests.fakes.waiting import wait_until
 from tests.gui.desktop_rig import Desktop
+from tests.gui.test_bridge import startup_rows_written
 from tests.gui.test_tray import log_in
 
 
@@ -78,6 +79,7 @@ async def test_the_live_box_asks_first_cancel_leaves_it_clear_and_clearing_is_im
 async def test_the_window_lists_the_newest_journal_entries(make_desktop) -> None:
     desktop = await make_desktop(has_tray=False)
     await log_in(desktop)
+    await startup_rows_written(desktop)
     accounts = await desktop.runtime.broker.accounts.get_accounts()
     order = {"acctNum": accounts[0].acct_num, "symbol": "KO", "orderActionCode": "B", "qty": 2, "priceTypeCode": "M"}
     assert (await desktop.call("POST", "/api/v1/orders/equity/preview", json=order))[0] == 200
