@@ -39,7 +39,9 @@ ROOT = Path(__file__).resolve().parents[1]
 START_TIMEOUT = 60.0
 STOP_TIMEOUT = 10.0
 START_TARGET = 1.0  # seconds from start to the first 200 on /api/v1/health, headless and as the tray app
-ORDER = {"symbol": "KO", "orderActionCode": "B", "qty": 1, "priceTypeCode": "L", "limitPrice": 65}
+# The limit is set 3 % under the quote at run time: the paper market moves with the date, and the default risk
+# limits refuse a limit price more than 10 % from the quote.
+ORDER = {"symbol": "KO", "orderActionCode": "B", "qty": 1, "priceTypeCode": "L"}
 
 
 class SmokeFailure(Exception):
@@ -276,7 +278,9 @@ def exercise(base: str, key: str) -> None:
     check(login.status == 200 and login.json()["ok"], f"paper login: {login.body[:300]!r}")
     accounts = call("GET", f"{base}/api/v1/accounts", key=key).json()["data"]
     check(bool(accounts), "the paper broker has accounts")
-    order = {"acctNum": accounts[0]["acct_num"], **ORDER}
+    quotes = call("GET", f"{base}/api/v1/market-data/quotes?symbols=KO", key=key).json()["data"]["quotes"]
+    check(bool(quotes), "the paper broker quotes KO")
+    order = {"acctNum": accounts[0]["acct_num"], **ORDER, "limitPrice": round(quotes[0]["last"] * 0.97, 2)}
     preview = call("POST", f"{base}/api/v1/orders/equity/preview", key=key, body=order)
     check(preview.status == 200 and preview.json()["ok"], f"preview: {preview.body[:300]!r}")
     conf_num = preview.json()["data"]["conf_num"]
