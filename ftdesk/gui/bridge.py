@@ -26,6 +26,7 @@ from PySide6.QtGui import QDesktopServices, QGuiApplication
 from ftdesk.domain.errors import FtdeskError, TotpRequired
 from ftdesk.domain.event_names import FILL_NAMES, EventName
 from ftdesk.domain.events import AccountEvent
+from ftdesk.domain.safety import TradingHalted
 from ftdesk.domain.session import Credentials, SessionState
 from ftdesk.gui.contracts import LoginOutcome, LoginRequest, LoginResult
 from ftdesk.service.control import HubState, JournalEntry, SaveOutcome, ServiceChange, ServiceControl, Settings
@@ -288,7 +289,10 @@ class ServiceBridge(QObject):
 
     def set_live_trading(self, enabled: bool) -> None:
         """Switch live trading on or off for this run (the settings file keeps the start value)."""
-        self._control.set_live_trading(enabled, source="from the desktop app")
+        try:
+            self._control.set_live_trading(enabled, source="from the desktop app")
+        except TradingHalted:  # halted (from a script, say) while the confirmation was open
+            self.notify.emit("Trading is halted", "Live trading stays off: resume trading first (Resume trading…)")
         self.refresh()
 
     # --- settings (SettingsActions) ------------------------------------------------------------------

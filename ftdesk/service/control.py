@@ -28,7 +28,7 @@ from ftdesk.autostart import LoginItem
 from ftdesk.config import SETTINGS_BY_NAME, ConfigError, Settings, SettingSpec
 from ftdesk.domain.errors import FtdeskError, StreamingUnavailable
 from ftdesk.domain.events import AccountEvent
-from ftdesk.domain.safety import HaltOutcome, HaltState, SafetyState
+from ftdesk.domain.safety import HaltOutcome, HaltState, SafetyState, TradingHalted
 from ftdesk.domain.session import Credentials, SessionState
 from ftdesk.logs import SecretRedactor, log_dir
 from ftdesk.service.cockpit_access import CockpitAccess, OrderBook
@@ -273,7 +273,7 @@ class ServiceControl:
                 failure = str(exc)
                 started = await self._start_run(previous)
             self._attach(started)
-            self.set_live_trading(live, source="kept across the restart")
+            self.set_live_trading(live and not started.context.safety.halted, source="kept across the restart")
             session = started.context.session
             if had_session and session.state is SessionState.LOGGED_OUT:
                 await session.login_with_stored_credentials()
@@ -454,10 +454,17 @@ class ServiceControl:
     # --- live trading --------------------------------------------------------------------------------------
 
     def set_live_trading(self, enabled: bool, *, source: str) -> None:
-        """Switch live trading on or off for this run (the settings file keeps the start value); log who did."""
-        live = self._require().context.live
+        """Switch live trading on or off for this run (the settings file keeps the start value); log who did.
+
+        Raise ``TradingHalted`` when asked to switch it on while trading is halted: the halt is lifted first
+        (``resume``), whoever asks, so a confirmation dialog left open while a script halted cannot undo it.
+        """
+        context = self._require().context
+        live = context.live
         if live.enabled == enabled:
             return
+        if enabled and context.safety.halted:
+            raise context.safety.halted_error()
         live.enabled = enabled  # the one assignment of the switch in the product
         log.warning("Live trading switched %s (%s)", "ON" if enabled else "off", source)
         self._require().context.safety.live_changed(enabled, source)  # journaled with source and time
@@ -497,7 +504,10 @@ class ServiceControl:
         run.runtime.settings = settings
         run.context.settings = settings  # handlers read preview_ttl from here on every place
         if "live_trading" in values:
-            self.set_live_trading(bool(values["live_trading"]), source="settings")
+            try:
+                self.set_live_trading(bool(values["live_trading"]), source="settings")
+            except TradingHalted:  # saved as the start value; live stays off until the halt is lifted
+                log.warning("Live trading stays off: trading is halted (resume first)")
         if "auto_reauth" in values:
             run.context.session.auto_reauth = bool(values["auto_reauth"])
         log.info("Settings applied without a restart: %s", ", ".join(sorted(values)))

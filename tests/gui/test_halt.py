@@ -109,6 +109,34 @@ async def test_live_trading_cannot_be_switched_on_while_halted(make_desktop) -> 
     assert "Trading is halted" in titles(desktop)
 
 
+async def test_a_live_confirmation_accepted_after_a_script_halted_leaves_live_trading_off(make_desktop) -> None:
+    desktop = await make_desktop(has_tray=False)
+    window, actions = desktop.app.window, desktop.app.actions
+    window.live_check.click()
+    dialog = actions.live_dialog
+    assert isinstance(dialog, LiveTradingConfirmDialog)
+    assert (await desktop.call("POST", f"{API}/safety/halt"))[0] == 200  # while the question is open
+    await wait_until(lambda: window.halt_banner.isVisible())
+
+    dialog.accept()
+
+    state = await safety(desktop)
+    assert state["halt"]["halted"] is True and state["live_trading"] is False
+    await wait_until(lambda: "Trading is halted" in titles(desktop))
+    assert not window.live_check.isChecked()
+
+
+async def test_live_trading_saved_in_the_settings_while_halted_stays_off_until_resumed(make_desktop) -> None:
+    desktop = await make_desktop(has_tray=False)
+    assert (await desktop.call("POST", f"{API}/safety/halt"))[0] == 200
+
+    outcome = await desktop.bridge.save_settings({"live_trading": True})
+
+    assert not outcome.errors
+    state = await safety(desktop)
+    assert state["halt"]["halted"] is True and state["live_trading"] is False
+
+
 async def test_the_live_confirmation_names_the_accounts_the_broker_and_the_limits(make_desktop) -> None:
     desktop = await make_desktop(has_tray=False, FTSERVICE_MAX_OPEN_ORDERS="7")
     window, actions = desktop.app.window, desktop.app.actions
