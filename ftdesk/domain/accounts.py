@@ -340,7 +340,10 @@ class TimeSeriesPoint(Record):
     """One point of a time series."""
 
     date: IsoDate
-    value: float
+    value: float = Field(
+        description="The metric on that date, in its unit: shortInterest and sharesShort shares, daysToCover days,"
+        " shortPctOfFloat percent of the float, borrowRate percent a year (as the same fields of a short insight)."
+    )
 
 
 class ShortInsightSeries(UpstreamRecord):
@@ -360,7 +363,11 @@ class AccrualDetail(UpstreamRecord):
     accrual_date: IsoDateOrEmpty
     description: str
     symbol: str | None = None
-    rate: float
+    rate: float = Field(
+        description="For MARGIN_INTEREST the annual interest rate, percent (11.825 means 11.825 %); for DIVIDEND the"
+        " dividend, US dollars per share. On Fidelity, the upstream's rate as sent (that answer's shape is not yet"
+        " confirmed)."
+    )
 
 
 class CashAccrualDetail(UpstreamRecord):

@@ -8,6 +8,11 @@ from ftdesk.domain.accounts import OptionType
 from ftdesk.domain.base import IsoDate, IsoDateOrEmpty, IsoDateTimeOrEmpty, Record, UpstreamRecord
 from ftdesk.domain.market import Greeks
 
+# Fidelity's screener runs the one LiveVol scan known (call volume), which has no volatility columns.
+_FIDELITY_SCAN = (
+    " On Fidelity 0 unless the scan has the column; LiveVol's number is then passed on as sent, its unit unconfirmed."
+)
+
 
 class EarningsEvent(UpstreamRecord):
     """One earnings report, past or scheduled."""
@@ -126,11 +131,22 @@ class ScreenerRow(Record):
     description: str
     price: float = Field(description="Last price, US dollars per share.")
     change_pct: float
-    volume: int
-    iv: float
-    hv: float
-    iv_rank: float
-    iv_hv_ratio: float
+    volume: int = Field(
+        description="Shares of the stock traded today. On Fidelity the scan's call volume: option contracts traded"
+        " today on the stock's calls."
+    )
+    iv: float = Field(
+        description="30-day at-the-money implied volatility, annualised, as a fraction: 0.25 means 25 %."
+        + _FIDELITY_SCAN
+    )
+    hv: float = Field(
+        description="Historical volatility of the last 20 daily closes, annualised, as a fraction: 0.25 means 25 %."
+        + _FIDELITY_SCAN
+    )
+    iv_rank: float = Field(
+        description="Where today's iv lies between its lowest (0) and highest (100) of the past year." + _FIDELITY_SCAN
+    )
+    iv_hv_ratio: float = Field(description="iv divided by hv, a plain ratio; 0 when hv is 0.")
 
 
 class ScreenerResult(UpstreamRecord):

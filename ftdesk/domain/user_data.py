@@ -77,7 +77,7 @@ class AlertSubscription(Record):
 
     active: bool
     delivery: str = Field(description="Where alerts arrive, e.g. '/api/v1/streaming/events'.")
-    active_triggers: int
+    active_triggers: int = Field(description="Price and percent alerts waiting to fire, at the time of the answer.")
 
 
 class Holiday(UpstreamRecord):

@@ -38,7 +38,7 @@ class SessionStatus(BaseModel):
     username: str | None = Field(description="The logged-in (or last) username, masked: 'tr***er'.")
     logged_in_since: datetime | None
     last_keep_alive: datetime | None
-    keepalive_interval_seconds: float
+    keepalive_interval_seconds: float = Field(description="Seconds between two keep-alives of the broker session.")
     auto_reauth: bool
     reauth_count: int = Field(description="How often the service logged in again by itself since start.")
     live_trading: bool = Field(description="False in dry-run mode: place operations are refused.")

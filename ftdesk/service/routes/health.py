@@ -19,7 +19,7 @@ class Health(BaseModel):
     broker: str = Field(description="paper or fidelity.")
     live_trading: bool = Field(description="False in dry-run mode: place operations are refused.")
     api_key_required: bool
-    uptime_seconds: float
+    uptime_seconds: float = Field(description="Seconds since the service started, to the millisecond.")
 
 
 @routes.get("/health", summary="Service health", response=Health, api_key=False)

@@ -89,10 +89,13 @@ class TimeAndSalesQuery(QueryModel):
         "(the server cap).",
     )
     low_price: float | None = Field(
-        default=None, gt=0, allow_inf_nan=False, description="Only trades at or above this price."
+        default=None, gt=0, allow_inf_nan=False, description="Only trades at or above this price, US dollars per share."
     )
     high_price: float | None = Field(
-        default=None, gt=0, allow_inf_nan=False, description="Only trades at or below this price; not below low_price."
+        default=None,
+        gt=0,
+        allow_inf_nan=False,
+        description="Only trades at or below this price, US dollars per share; not below low_price.",
     )
     low_size: int | None = Field(default=None, ge=1, description="Only trades of at least this many shares.")
 

@@ -117,12 +117,21 @@ class ScanSort(StrEnum):
     SYMBOL = "symbol"
 
 
+_SCAN_UNITS = (
+    "in the unit of `field` as the rows give it: iv and hv annualised fractions (0.25 = 25 %), iv_rank 0 to 100,"
+    " iv_hv_ratio a plain ratio, price US dollars per share, volume shares (call contracts on Fidelity),"
+    " change_pct percent."
+)
+
+
 class ScanCriterionBody(BodyModel):
     """Keep rows whose `field` lies between `min` and `max` (inclusive; either bound may be omitted)."""
 
     field: ScanField
-    min: float | None = Field(default=None, allow_inf_nan=False)
-    max: float | None = Field(default=None, allow_inf_nan=False, description="Not below min.")
+    min: float | None = Field(default=None, allow_inf_nan=False, description=f"Lowest value kept, {_SCAN_UNITS}")
+    max: float | None = Field(
+        default=None, allow_inf_nan=False, description=f"Highest value kept, not below min; {_SCAN_UNITS}"
+    )
 
     @field_validator("max")
     @classmethod
