@@ -50,7 +50,7 @@ from ftdesk.service.session import SessionManager
 from ftdesk.service.streaming_state import StreamingOptions
 from ftdesk.service.streams import StreamRegistry
 from ftdesk.service.webapp import create_web_app
-from ftdesk.streaming.events import AccountEventHub
+from ftdesk.streaming.events import AccountEventHub, first_event_id
 from ftdesk.streaming.hub import QuoteHub
 
 log = logging.getLogger("ftdesk")
@@ -191,7 +191,9 @@ class ServiceRuntime:
         resources.callback(
             session.add_listener(lambda state: quotes.set_session_active(state is SessionState.LOGGED_IN))
         )
-        # One upstream account-event connection, likewise open while logged in (when the feed can run).
+        # One upstream account-event connection, likewise open while logged in (when the feed can run). Its ids
+        # start at the wall time of this start, so a script's Last-Event-ID from an earlier run is never taken
+        # for an id of this one.
         fallback = self.broker.event_fallback
         events = AccountEventHub(
             self.broker.account_events,
@@ -199,6 +201,7 @@ class ServiceRuntime:
             backoff=settings.stream_backoff,
             source=self.broker.name,
             fallback=fallback,
+            first_id=first_event_id(self.clock.now()),
         )
         await events.start()
         resources.push_async_callback(events.close)

@@ -55,7 +55,11 @@ class QuotesAnswer(BaseModel):
 
 @dataclass(frozen=True)
 class EventFrame:
-    """One account event from ``/streaming/events`` with its id (resume after it with ``last_event_id``)."""
+    """One account event from ``/streaming/events`` with its id (resume after it with ``last_event_id``).
+
+    The id is an opaque resume token: it increases by one per event and across service restarts (a run's first
+    id is the microseconds since the Unix epoch when the service started), so compare ids, never count them.
+    """
 
     id: int
     event: AccountEvent

@@ -1,7 +1,9 @@
 """Server-sent events over aiohttp: a frame parser and reconnecting readers of the quote and event streams.
 
 A dropped stream is reopened after a jittered backoff. The account-event stream resumes with
-``Last-Event-ID`` (the service replays what was missed from its buffer, so nothing is lost or repeated);
+``Last-Event-ID`` (the service replays what was missed from its buffer, so nothing is lost or repeated; its
+ids increase across service restarts, so an id from before a restart is recognised and answered with a full
+replay and an ``events_missed`` status);
 quote ids are per connection, so the quote stream simply starts over with the latest quote of each symbol.
 An error answer (bad API key, bad symbol list, a stream the service has not configured) is raised, not retried.
 """
@@ -151,6 +153,9 @@ async def event_frames(
 ) -> AsyncGenerator[EventFrame, None]:
     """Yield account events, resuming after the last one seen with ``Last-Event-ID`` on every reconnect."""
     seen: list[int | None] = [last_event_id]
+    # After an events_missed frame the next event is taken whatever its id: a service whose clock went back since
+    # our id was issued (or an older version, whose ids start at 1 on each start) gives out lower ids.
+    resyncing = [False]
 
     def headers() -> dict[str, str]:
         return {} if seen[0] is None else {"Last-Event-ID": str(seen[0])}
@@ -158,13 +163,15 @@ async def event_frames(
     async for frame in _frames(open_stream, headers, backoff):
         if frame.event in ("status", "error") or frame.id is None:
             if frame.event == "status" and _events_missed(frame.data):
-                # The service no longer holds the events after our id: it fell out of the buffer, or the service
-                # restarted and its ids start over. Every buffered event follows; take them whatever their ids.
-                log.warning("Account events after id %s are no longer buffered on the service", seen[0])
-                seen[0] = None
+                # Some events after our id may be gone: they fell out of the buffer, or the id is from before the
+                # service last started. Every buffered event follows. Our id is kept until the first of them
+                # arrives, so a drop before then asks for the same full replay again instead of none at all.
+                log.warning("Account events after id %s may be lost: the service no longer buffers them", seen[0])
+                resyncing[0] = True
             continue
         event_id = int(frame.id)
-        if seen[0] is not None and event_id <= seen[0]:
+        if not resyncing[0] and seen[0] is not None and event_id <= seen[0]:
             continue  # already delivered (a replay that overlaps what this reader saw)
+        resyncing[0] = False
         seen[0] = event_id
         yield EventFrame(id=event_id, event=parse_event(frame.data))

@@ -2,11 +2,16 @@
 
 While a brokerage session exists the hub keeps one connection of the ``AccountEventFeed`` open (BEPS for
 Fidelity, the ledger's event bus for paper), whether or not anyone reads: the replay buffer then holds what
-happened while a client was away. Each event gets the next integer id (1, 2, ... per process) and joins a
-ring buffer of the last ``buffer_size`` events, so a client reconnecting with ``Last-Event-ID`` gets what
-it missed first. After a failure the connection is reopened after the next backoff delay (the last delay
-repeats); the sequence starts again after a connection that stayed open ``stable_after`` seconds. Logout
-closes the connection, login opens a new one. Every delay uses the injected clock.
+happened while a client was away. Each event gets the next integer id, counting up from ``first_id``, and
+joins a ring buffer of the last ``buffer_size`` events, so a client reconnecting with ``Last-Event-ID`` gets
+what it missed first. After a failure the connection is reopened after the next backoff delay (the last
+delay repeats); the sequence starts again after a connection that stayed open ``stable_after`` seconds.
+Logout closes the connection, login opens a new one. Every delay uses the injected clock.
+
+The service starts each run's ids at the microseconds since the epoch when it started (``first_event_id``),
+so an id from an earlier run is below every id of this one: it is recognised as such (every buffered event
+is replayed, marked ``missed``) rather than taken for an id of this run. Were the numbering to start at 1
+again, a client resuming after the earlier run's id 7 would silently skip this run's events 1 to 7.
 
 While a session exists but the connection is not open, an optional ``AccountEventFallback`` is polled every
 ``fallback.interval`` seconds (Fidelity: the alert history, for fills and cancels), once more when the
@@ -29,7 +34,7 @@ import logging
 from collections import deque
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from types import MappingProxyType
 
 from pydantic import BaseModel, Field
@@ -59,9 +64,32 @@ EVENT_STATE_DESCRIPTIONS: Mapping[HubState, str] = MappingProxyType(
 )
 
 
+UNIX_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+REPLAY_EVICTED = "Some events after your Last-Event-ID are no longer buffered; every buffered event follows"
+REPLAY_EARLIER_RUN = (
+    "Your Last-Event-ID is from before the service last started: events between it and this start may be lost; "
+    "every buffered event follows"
+)
+REPLAY_UNKNOWN_ID = (
+    "Your Last-Event-ID is newer than any event this run of the service gave out (the computer's clock may have "
+    "gone back since it was issued): events may be lost; every buffered event follows"
+)
+
+
+def first_event_id(now: datetime) -> int:
+    """Return the first event id of a run started at ``now``: whole microseconds since the Unix epoch.
+
+    Every later run starts above every id an earlier run gave out (unless the clock went back, or a run gave
+    out more than one event per microsecond), and ids stay below 2**53, exact as JSON numbers in JavaScript,
+    until past the year 2200.
+    """
+    return max(1, (now - UNIX_EPOCH) // timedelta(microseconds=1))
+
+
 @dataclass(frozen=True, slots=True)
 class NumberedEvent:
-    """An account event with the id the hub gave it (increasing, starting at 1 per process)."""
+    """An account event with the id the hub gave it (one more per event, from the hub's ``first_id``)."""
 
     id: int
     event: AccountEvent
@@ -96,7 +124,10 @@ class EventHubStatus(BaseModel):
     since: datetime = Field(description="When the stream entered this state (UTC).")
     reconnect_count: int = Field(description="Connection attempts made after a failure or drop since start.")
     last_event_at: datetime | None = Field(description="When the upstream last delivered an event.")
-    last_event_id: int = Field(description="Id of the newest event (0: none yet since the service started).")
+    last_event_id: int = Field(
+        description="Id of the newest event (0: none yet since the service started). Ids increase across restarts: "
+        "the first of a run is the microseconds since the Unix epoch when it started."
+    )
     last_error: str | None = Field(description="Why the last connection ended or could not be opened, if one did.")
     buffered: int = Field(description="Events kept for replay to clients that reconnect with Last-Event-ID.")
     consumers: list[EventConsumerStatus] = Field(description="Open account-event streams.")
@@ -124,6 +155,7 @@ class Replay:
 
     events: list[NumberedEvent]
     missed: bool
+    why_missed: str | None = None
 
 
 class EventConsumer:
@@ -230,6 +262,7 @@ class AccountEventHub(SupervisedStream[AccountEventConnection]):
         stable_after: float = 10.0,
         fallback: AccountEventFallback | None = None,
         source: str | None = None,
+        first_id: int = 1,
     ) -> None:
         self._fallback_wake = asyncio.Event()  # before super(): its set-up already sets the state
         super().__init__(clock, backoff, stable_after)
@@ -237,11 +270,14 @@ class AccountEventHub(SupervisedStream[AccountEventConnection]):
             raise ValueError(f"buffer_size must not be negative, got {buffer_size}")
         if consumer_queue < 1:
             raise ValueError(f"consumer_queue must be >= 1, got {consumer_queue}")
+        if first_id < 1:
+            raise ValueError(f"first_id must be >= 1, got {first_id}")
         self._feed = feed
         self._consumer_queue = consumer_queue
 
         self._buffer: deque[NumberedEvent] = deque(maxlen=buffer_size)
-        self._last_id = 0
+        self._first_id = first_id
+        self._last_id = first_id - 1  # the id of the newest event; below first_id before the first
         self._consumers: dict[str, EventConsumer] = {}
         self._consumer_ids = itertools.count(1)
 
@@ -297,9 +333,10 @@ class AccountEventHub(SupervisedStream[AccountEventConnection]):
     def open_consumer(self, last_event_id: int | None = None) -> tuple[EventConsumer, Replay]:
         """Open a consumer; with ``last_event_id`` it first gets the buffered events after that id.
 
-        The replay says ``missed`` when events after ``last_event_id`` are no longer buffered, or when the
-        id is newer than any event of this process (it came from an earlier run); then every buffered event
-        is replayed. Raise ``StreamingUnavailable`` when the feed cannot run or the hub was shut down.
+        ``last_event_id`` 0 asks for every event of this run. The replay says ``missed`` (and why) when events
+        after ``last_event_id`` are no longer buffered, when the id is below this run's first id (it came from
+        an earlier run), or when it is above any id given out yet; then every buffered event is replayed.
+        Raise ``StreamingUnavailable`` when the feed cannot run or the hub was shut down.
         """
         if self._closed:
             raise StreamingUnavailable("The account-event stream was shut down")
@@ -315,9 +352,16 @@ class AccountEventHub(SupervisedStream[AccountEventConnection]):
     def _replay_after(self, last_event_id: int | None) -> Replay:
         if last_event_id is None:
             return Replay([], missed=False)
+        if last_event_id == 0:
+            # No event has id 0: it asks for this run from its start (the status says 0 before the first event).
+            last_event_id = self._first_id - 1
+        elif last_event_id < self._first_id:
+            return Replay(list(self._buffer), missed=True, why_missed=REPLAY_EARLIER_RUN)
+        if last_event_id > self._last_id:
+            return Replay(list(self._buffer), missed=True, why_missed=REPLAY_UNKNOWN_ID)
         oldest = self._buffer[0].id if self._buffer else self._last_id + 1
-        if last_event_id > self._last_id or last_event_id < oldest - 1:
-            return Replay(list(self._buffer), missed=True)
+        if last_event_id < oldest - 1:
+            return Replay(list(self._buffer), missed=True, why_missed=REPLAY_EVICTED)
         return Replay([item for item in self._buffer if item.id > last_event_id], missed=False)
 
     def _forget_consumer(self, consumer: EventConsumer) -> None:
@@ -343,7 +387,12 @@ class AccountEventHub(SupervisedStream[AccountEventConnection]):
     @property
     def last_event_id(self) -> int:
         """Return the id of the newest event (0 before the first)."""
-        return self._last_id
+        return self._last_id if self._last_id >= self._first_id else 0
+
+    @property
+    def first_id(self) -> int:
+        """Return the id the first event of this run gets (or got)."""
+        return self._first_id
 
     def buffered(self) -> list[NumberedEvent]:
         """Return the events kept for replay, oldest first."""
@@ -356,7 +405,7 @@ class AccountEventHub(SupervisedStream[AccountEventConnection]):
             since=self._since,
             reconnect_count=self._reconnect_count,
             last_event_at=self._wall_time(self._last_event_mono),
-            last_event_id=self._last_id,
+            last_event_id=self.last_event_id,
             last_error=self._last_error,
             buffered=len(self._buffer),
             consumers=[consumer.status() for consumer in self._consumers.values()],

@@ -8,9 +8,11 @@ from typing import Any
 
 from ftdesk.brokers.paper.feeds import PaperAccountEventFeed
 from ftdesk.domain.accounts import AccountType
+from ftdesk.streaming.events import NumberedEvent, first_event_id
 from tests.api.test_streaming_api import SseFrame, SseReader
 from tests.conftest import RunningService
 from tests.fakes.clock import ManualClock
+from tests.fakes.waiting import wait_until
 
 API = "/api/v1"
 
@@ -66,7 +68,8 @@ def ids(frames: list[SseFrame]) -> list[int]:
 
 
 async def test_fills_arrive_with_ids_and_a_resume_replays_only_the_later_events(start_service) -> None:
-    service = await start_service(clock=ManualClock(), live_trading="true")
+    clock = ManualClock()
+    service = await start_service(clock=clock, live_trading="true")
     async with open_events(service) as stream:
         # No session is needed to connect: the stream says it waits for one.
         assert (await opening_status(stream)).data["state"] == "waiting_for_session"
@@ -84,7 +87,8 @@ async def test_fills_arrive_with_ids_and_a_resume_replays_only_the_later_events(
         assert set(fill.data) == {"event_type", "category", "desc", "time", "source"}
         assert fill.data["desc"]["symbol"] == "AAPL" and fill.data["desc"]["acct_num"] == acct
         got = ids(seen)
-        assert got == list(range(1, len(got) + 1)), "ids start at 1 and increase by one"
+        first_id = first_event_id(clock.now())  # the run started at the clock's wall time; it has not moved
+        assert got == list(range(first_id, first_id + len(got))), "ids start at the run's first id, one more each"
         assert all("id" not in f.fields for f in seen if f.event == "status"), "status frames carry no id"
         last_id = got[-1]
 
@@ -100,20 +104,71 @@ async def test_fills_arrive_with_ids_and_a_resume_replays_only_the_later_events(
     _, body = await service.call("GET", f"{API}/streaming/status")
     beps = body["data"]["beps"]
     assert beps["state"] == "connected" and beps["unavailable_reason"] is None
-    assert beps["last_event_id"] >= got[-1] and beps["buffered"] == beps["last_event_id"]
+    assert beps["last_event_id"] >= got[-1] and beps["buffered"] == beps["last_event_id"] - first_id + 1
 
 
-async def test_an_id_from_before_a_restart_is_reported_missed_and_everything_buffered_follows(start_service) -> None:
+async def read_missed_status(stream: SseReader) -> SseFrame:
+    """Read the opening status and the events_missed status after it; return the latter."""
+    assert (await opening_status(stream)).data["events_missed"] is False
+    missed = await stream.next()
+    assert missed is not None and missed.event == "status" and "id" not in missed.fields
+    assert missed.data["events_missed"] is True
+    return missed
+
+
+async def test_an_id_this_run_never_gave_out_is_reported_missed_and_everything_buffered_follows(
+    start_service,
+) -> None:
     service = await start_service(clock=ManualClock(), live_trading="true")
     await service.login()
     conf = await buy_at_market(service, await individual_account(service))
-    async with open_events(service, params={"last_event_id": "5000"}) as stream:
-        assert (await opening_status(stream)).data["events_missed"] is False
-        missed = await stream.next()
-        assert missed is not None and missed.event == "status"
-        assert missed.data["events_missed"] is True and missed.data["message"]
+    beyond = service.context.events.first_id + 5000
+    async with open_events(service, params={"last_event_id": str(beyond)}) as stream:
+        assert "newer than any event" in (await read_missed_status(stream)).data["message"]
         replayed = await stream.until(fill_of(conf))
-        assert ids(replayed)[0] == 1, "every buffered event is replayed"
+        assert ids(replayed)[0] == service.context.events.first_id, "every buffered event is replayed"
+
+
+async def test_a_resume_across_a_restart_gets_every_event_of_the_new_run_and_the_missed_signal(
+    start_service,
+) -> None:
+    clock = ManualClock()
+    first_run = await start_service(clock=clock, live_trading="true")
+    await first_run.login()
+    acct = await individual_account(first_run)
+    async with open_events(first_run) as stream:
+        await opening_status(stream)
+        conf = await buy_at_market(first_run, acct)
+        last_seen = ids(await stream.until(fill_of(conf)))[-1]
+    position_in_run = last_seen - first_run.context.events.first_id + 1
+    await first_run.runtime.stop()
+
+    await clock.advance(20)  # quitting and relaunching takes a moment
+    second_run = await start_service(clock=clock, live_trading="true")  # the same data dir and clock
+    await second_run.login()
+    hub = second_run.context.events
+    confs = [await buy_at_market(second_run, acct) for _ in range(2)]
+    await wait_until(lambda: {c for item in hub.buffered() for c in confs if is_fill_of(item, c)} == set(confs))
+    buffered = [item.id for item in hub.buffered()]
+    assert len(buffered) > position_in_run, "the new run has given out more events than the client had seen"
+    assert min(buffered) > last_seen, "ids keep increasing across the restart"
+
+    async with open_events(second_run, headers={"Last-Event-ID": str(last_seen)}) as resumed:
+        missed = await read_missed_status(resumed)
+        assert "before the service last started" in missed.data["message"]
+        replayed = await resumed.until(lambda f: f.event == "beps" and int(f.fields["id"]) == buffered[-1])
+    assert ids(replayed) == buffered == list(range(hub.first_id, hub.first_id + len(buffered))), (
+        "every event of the new run, from its first, none skipped"
+    )
+    assert all(any(fill_of(c)(f) for f in replayed) for c in confs)
+
+    _, body = await second_run.call("GET", f"{API}/streaming/status")
+    assert body["data"]["beps"]["last_event_id"] == hub.last_event_id >= buffered[-1]
+
+
+def is_fill_of(item: NumberedEvent, conf_num: str) -> bool:
+    """Say whether a buffered event is the fill of an order."""
+    return item.event.event_type == "ORDER_FILL" and item.event.desc.get("conf_num") == conf_num
 
 
 async def test_a_malformed_last_event_id_is_a_validation_error(start_service) -> None:
@@ -121,6 +176,9 @@ async def test_a_malformed_last_event_id_is_a_validation_error(start_service) ->
     status, body = await service.call("GET", f"{API}/streaming/events", headers={"Last-Event-ID": "abc"})
     assert status == 422 and body["error"]["code"] == "VALIDATION_ERROR"
     assert body["error"]["details"][0]["field"] == "Last-Event-ID"
+    # Longer than any id (and than int() takes): the same clear refusal, not an internal error.
+    status, body = await service.call("GET", f"{API}/streaming/events", headers={"Last-Event-ID": "9" * 5000})
+    assert status == 422 and body["error"]["details"][0]["field"] == "Last-Event-ID"
     status, body = await service.call("GET", f"{API}/streaming/events", params={"last_event_id": "-1"})
     assert status == 422 and body["error"]["details"][0]["field"] == "last_event_id"
 

@@ -5,16 +5,23 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator
+from datetime import timedelta
 
 import pytest
+from aiohttp import web
+from aiohttp.test_utils import TestServer
 from yarl import URL
 
+from ftdesk.brokers.paper.feeds import EventBus, PaperAccountEventFeed
 from ftdesk.client import AsyncClient, AuthenticationError, Client, EventFrame, InvalidRequestError
 from ftdesk.domain.accounts import AccountType
+from ftdesk.domain.events import account_event
 from ftdesk.domain.market import Quote
+from ftdesk.service.routes.streaming_sse import event_stream_state
+from ftdesk.streaming.events import AccountEventHub, first_event_id
 from tests.client.proxy import CuttingProxy
 from tests.conftest import RunningService
-from tests.fakes.clock import ManualClock
+from tests.fakes.clock import ANCHOR, ManualClock
 from tests.fakes.waiting import wait_until
 
 FAST_RECONNECT = (0.02, 0.05)
@@ -75,14 +82,15 @@ async def test_the_event_iterator_resumes_after_a_drop_without_losing_or_repeati
                 await reader
 
     ids = [frame.id for frame in received]
-    assert ids == list(range(1, hub.last_event_id + 1)), "every event once, in order"
+    assert ids == list(range(hub.first_id, hub.last_event_id + 1)), "every event once, in order"
     conf_nums = {frame.event.desc.get("conf_num") for frame in received}
     assert {first, second} <= conf_nums
     assert proxy.connections == 2
 
 
-async def test_the_event_iterator_takes_the_new_ids_of_a_restarted_service(start_service) -> None:
-    first_run = await start_service(clock=ManualClock(), live_trading="true")
+async def test_the_event_iterator_takes_every_event_of_a_restarted_service_that_gave_out_more(start_service) -> None:
+    clock = ManualClock()
+    first_run = await start_service(clock=clock, live_trading="true")
     received: list[EventFrame] = []
     async with (
         proxied(first_run) as (proxy, url),
@@ -100,32 +108,98 @@ async def test_the_event_iterator_takes_the_new_ids_of_a_restarted_service(start
                 await api.login("trader", "paper-pass")
                 acct = next(a.acct_num for a in await api.list_accounts() if a.acct_type is AccountType.INDIVIDUAL)
                 await buy_at_market(api, acct)
-                await buy_at_market(api, acct)
-            before_restart = first_run.context.events.last_event_id
-            await wait_until(lambda: bool(received) and received[-1].id == before_restart)
+            first_ids = list(range(first_run.context.events.first_id, first_run.context.events.last_event_id + 1))
+            await wait_until(lambda: [frame.id for frame in received] == first_ids)
 
             proxy.refusing = True
             proxy.cut()
             await first_run.runtime.stop()
-            second_run = await start_service(clock=ManualClock(), live_trading="true")  # same data dir
-            proxy.retarget(URL(second_run.base_url).port or 0)
-            proxy.refusing = False
-            # The listener resumes with an id the new run never issued: the service says events were missed,
-            # and the new run's events (ids from 1 again) must not be taken for ones already seen.
-            await wait_until(lambda: second_run.context.events.status().consumers != [])
+            await clock.advance(20)  # the relaunch comes a little later on the same clock
+            second_run = await start_service(clock=clock, live_trading="true")  # same data dir
+            second = second_run.context.events
+            # While the listener is away the new run gives out more events than the listener had seen: with ids
+            # counting from 1 again its old id would fall inside them and the first ones would be skipped.
             async with AsyncClient(second_run.base_url, second_run.api_key) as api:
                 await api.login("trader", "paper-pass")
-                after = await buy_at_market(api, acct)
-            await wait_until(lambda: received[-1].id == second_run.context.events.last_event_id)
+                after = [await buy_at_market(api, acct) for _ in range(2)]
+            await wait_until(lambda: second.last_event_id - second.first_id + 1 > len(first_ids))
+            proxy.retarget(URL(second_run.base_url).port or 0)
+            proxy.refusing = False
+            await wait_until(lambda: received[-1].id == second.last_event_id)
         finally:
             reader.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await reader
 
-    new_run = received[len(received) - second_run.context.events.last_event_id :]
-    assert [frame.id for frame in received[: len(received) - len(new_run)]] == list(range(1, before_restart + 1))
-    assert [frame.id for frame in new_run] == list(range(1, second_run.context.events.last_event_id + 1))
-    assert after in {frame.event.desc.get("conf_num") for frame in new_run}
+    second_ids = list(range(second.first_id, second.last_event_id + 1))
+    assert [frame.id for frame in received] == first_ids + second_ids, "every event of both runs, once, in order"
+    assert set(after) <= {frame.event.desc.get("conf_num") for frame in received[len(first_ids) :]}
+
+
+class DroppingEventService:
+    """Serves ``/streaming/events`` from a real hub as the service does, over a connection that drops once.
+
+    The first response ends right after its status frames, before any replayed event: the drop a reader must
+    survive without losing the replay it was promised.
+    """
+
+    def __init__(self, hub: AccountEventHub) -> None:
+        self.hub = hub
+        self.resumed_after: list[str | None] = []
+
+    async def stream(self, request: web.Request) -> web.StreamResponse:
+        header = request.headers.get("Last-Event-ID")
+        self.resumed_after.append(header)
+        consumer, replay = self.hub.open_consumer(None if header is None else int(header))
+        response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await response.prepare(request)
+        try:
+            state = event_stream_state(self.hub, missed=replay.missed, message=replay.why_missed)
+            await response.write(f"event: status\ndata: {state.model_dump_json()}\n\n".encode())
+            if len(self.resumed_after) == 1:
+                return response
+            while True:
+                for item in await consumer.get():
+                    await response.write(
+                        f"event: beps\ndata: {item.event.model_dump_json()}\nid: {item.id}\n\n".encode()
+                    )
+        finally:
+            consumer.close()
+
+
+async def test_a_drop_between_the_missed_signal_and_the_replay_still_gets_the_replay() -> None:
+    bus = EventBus()
+    hub = AccountEventHub(
+        PaperAccountEventFeed(bus),
+        ManualClock(),
+        backoff=(1.0,),
+        first_id=first_event_id(ANCHOR + timedelta(minutes=1)),
+    )
+    await hub.start()
+    hub.set_session_active(True)
+    fake = DroppingEventService(hub)
+    app = web.Application()
+    app.router.add_get("/api/v1/streaming/events", fake.stream)
+    server = TestServer(app, host="127.0.0.1")
+    await server.start_server()
+    try:
+        await wait_until(lambda: bus.connection_count == 1)
+        for n in range(3):
+            bus.publish(account_event("MFCEX", {"conf_num": f"C{n}"}, time=ANCHOR.isoformat()))
+        await wait_until(lambda: hub.last_event_id == hub.first_id + 2)
+        from_earlier_run = first_event_id(ANCHOR) + 7
+        async with AsyncClient(
+            str(server.make_url("")), "any-key-0123456789abcdef", reconnect_delays=FAST_RECONNECT
+        ) as api:
+            stream = api.stream_events(last_event_id=from_earlier_run)
+            async with asyncio.timeout(5):
+                got = [await anext(stream) for _ in range(3)]
+            await stream.aclose()
+    finally:
+        await server.close()
+        await hub.close()
+    assert [frame.id for frame in got] == [hub.first_id, hub.first_id + 1, hub.first_id + 2]
+    assert fake.resumed_after[:2] == [str(from_earlier_run)] * 2, "the reconnect still asks for the full replay"
 
 
 async def test_the_event_iterator_starts_after_a_given_id(start_service) -> None:
@@ -135,11 +209,13 @@ async def test_the_event_iterator_starts_after_a_given_id(start_service) -> None
         acct = next(a.acct_num for a in await api.list_accounts() if a.acct_type is AccountType.INDIVIDUAL)
         await buy_at_market(api, acct)
         await buy_at_market(api, acct)
-        last = service.context.events.last_event_id
-        stream = api.stream_events(last_event_id=2)
-        got = [await anext(stream) for _ in range(last - 2)]
+        hub = service.context.events
+        second = hub.first_id + 1
+        stream = api.stream_events(last_event_id=second)
+        async with asyncio.timeout(5):
+            got = [await anext(stream) for _ in range(hub.last_event_id - second)]
         await stream.aclose()
-    assert [frame.id for frame in got] == list(range(3, last + 1))
+    assert [frame.id for frame in got] == list(range(second + 1, hub.last_event_id + 1))
 
 
 async def test_a_refused_key_is_raised_not_retried(start_service) -> None:

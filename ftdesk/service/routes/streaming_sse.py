@@ -41,7 +41,7 @@ from ftdesk.service.stream_frames import (
 )
 from ftdesk.service.streaming_state import DEFAULT_HEARTBEAT_SECONDS, STREAMING, SharedQuotes
 from ftdesk.streaming.consumer import QuoteConsumer, normalize_symbols
-from ftdesk.streaming.events import EVENT_STATE_DESCRIPTIONS, AccountEventHub, EventConsumer
+from ftdesk.streaming.events import EVENT_STATE_DESCRIPTIONS, AccountEventHub, EventConsumer, Replay
 from ftdesk.streaming.hub import QuoteHub
 from ftdesk.streaming.models import ConsumerClosed, HubState, QuoteItem
 
@@ -233,6 +233,7 @@ async def stream_quotes(call: Call[None, QuoteStreamQuery]) -> web.StreamRespons
 # --- account events (SSE) ----------------------------------------------------------------------------
 
 LAST_EVENT_ID_HEADER = "Last-Event-ID"
+MAX_EVENT_ID_DIGITS = 30
 
 
 class EventStreamQuery(QueryModel):
@@ -243,7 +244,9 @@ class EventStreamQuery(QueryModel):
         ge=0,
         description=(
             "Resume after this event id: the buffered events after it come first. The `Last-Event-ID` header "
-            "(which EventSource sends by itself when it reconnects) takes precedence over this parameter."
+            "(which EventSource sends by itself when it reconnects) takes precedence over this parameter. 0 asks "
+            "for every event since the service started. An id from before the service last started replays "
+            "every buffered event, after a `status` frame with `events_missed: true`."
         ),
     )
 
@@ -257,7 +260,8 @@ class EventStreamState(BaseModel):
     last_error: str | None
     events_missed: bool = Field(
         default=False,
-        description="True when events after the client's Last-Event-ID are no longer buffered (some were lost).",
+        description="True when events after the client's Last-Event-ID may be lost: they are no longer buffered, "
+        "or the id is from before the service last started. Every buffered event follows.",
     )
     message: str | None = Field(default=None, description="What happened, for missed events or a closed stream.")
 
@@ -280,10 +284,13 @@ def _resume_id(call: Call[None, EventStreamQuery]) -> int | None:
     if header is None or not header.strip():
         return call.query.last_event_id
     text = header.strip()
-    if not text.isdigit():
+    # Real ids have 16 digits; the cap keeps a hostile header from int()'s 4,300-digit limit (its ValueError was
+    # a 500). ASCII only: str.isdigit() also accepts digits int() refuses, such as "²".
+    if not (text.isascii() and text.isdigit() and len(text) <= MAX_EVENT_ID_DIGITS):
         raise e.ValidationFailed.for_fields(
-            f"Invalid header: {LAST_EVENT_ID_HEADER} must be an event id (a non-negative integer), got {text!r}",
-            [(LAST_EVENT_ID_HEADER, "must be a non-negative integer")],
+            f"Invalid header: {LAST_EVENT_ID_HEADER} must be an event id (a non-negative integer of at most "
+            f"{MAX_EVENT_ID_DIGITS} digits), got {text[:40]!r}",
+            [(LAST_EVENT_ID_HEADER, f"must be a non-negative integer of at most {MAX_EVENT_ID_DIGITS} digits")],
             location="header",
         )
     return int(text)
@@ -303,19 +310,13 @@ def _status_frame(state: EventStreamState) -> str:
 
 
 async def _pump_events(
-    response: web.StreamResponse, consumer: EventConsumer, hub: AccountEventHub, *, missed: bool, heartbeat: float
+    response: web.StreamResponse, consumer: EventConsumer, hub: AccountEventHub, *, replay: Replay, heartbeat: float
 ) -> None:
     head = f"retry: {SSE_RETRY_MS}\n\n"
     state = event_stream_state(hub)
     head += _status_frame(state)
-    if missed:
-        head += _status_frame(
-            event_stream_state(
-                hub,
-                missed=True,
-                message="Some events after your Last-Event-ID are no longer buffered; every buffered event follows",
-            )
-        )
+    if replay.missed:
+        head += _status_frame(event_stream_state(hub, missed=True, message=replay.why_missed))
     await response.write(head.encode("utf-8"))
     while True:
         try:
@@ -347,7 +348,9 @@ A `text/event-stream`. The first line is `retry: {SSE_RETRY_MS}`. Frames:
 
 - `event: beps`: `data` is `{{"event_type", "category", "desc", "time", "source"}}` (for example `ORDER_FILL`,
   `order`, `{{"upstream_code": "MFCEX", "acct_num", "conf_num", "symbol", "qty", "price", ...}}`, ..., `beps`);
-  `id:` is the event id, an integer that increases by one per event and starts at 1 when the service starts.
+  `id:` is the event id, an opaque resume token: an integer that increases by one per event and across
+  restarts (a run's first id is the microseconds since the Unix epoch when it started, below 2**53), so an id
+  from an earlier run is never mistaken for one of this run.
   `source` says where the event came from: `beps` (Fidelity's event stream, live), `alerts` (Fidelity's alert
   history, polled while BEPS is down: fills and cancels only) or `paper`. An event delivered from one source is
   not delivered again from the other.
@@ -370,7 +373,9 @@ A `text/event-stream`. The first line is `retry: {SSE_RETRY_MS}`. Frames:
 - `: heartbeat` (a comment) after {DEFAULT_HEARTBEAT_SECONDS:g} s without an event.
 
 Resume: after a drop, reconnect with the `Last-Event-ID` header (EventSource sends it by itself) or
-`last_event_id`. The same events are described, with their payload schemas, in `/docs/asyncapi.json`.
+`last_event_id`. An id from before the service last started (it quit, crashed or was restarted) replays
+every buffered event of this run after a `status` frame with `events_missed: true`. The same events are
+described, with their payload schemas, in `/docs/asyncapi.json`.
 """
 
 EVENT_STREAM = SseStream(
@@ -386,7 +391,10 @@ EVENT_STREAM = SseStream(
         ),
         HEARTBEAT_EVENT,
     ),
-    id_meaning="the event id: one more per event since the service started; send it back as `Last-Event-ID`.",
+    id_meaning=(
+        "the event id, an opaque resume token: one more per event, increasing across service restarts (a run "
+        "starts at the microseconds since the Unix epoch); send it back as `Last-Event-ID`."
+    ),
 )
 
 
@@ -405,9 +413,10 @@ async def stream_events(call: Call[None, EventStreamQuery]) -> web.StreamRespons
     Events flow while a brokerage session exists; no session is needed to connect (the stream then sends its
     status and heartbeats until login). The service keeps the last 1000 events: reconnect with the
     `Last-Event-ID` header (EventSource does this by itself) or `last_event_id` to get the events after that id
-    first. When some of them are no longer kept (or the id is from before a service restart) a `status` frame
-    with `events_missed: true` comes first, then every kept event. A client that lets 1000 events pile up
-    unread is sent a `status` frame saying so and disconnected; it resumes with its last id.
+    first. Ids increase across service restarts. When some of them are no longer kept (or the id is from
+    before the service last started) a `status` frame with `events_missed: true` comes first, then every kept
+    event. A client that lets 1000 events pile up unread is sent a `status` frame saying so and disconnected;
+    it resumes with its last id.
 
     Fails with STREAMING_UNAVAILABLE (503) when the account-event feed is not configured (Fidelity without the
     FTSERVICE_BEPS_* settings); the paper broker always has it.
@@ -427,7 +436,7 @@ async def stream_events(call: Call[None, EventStreamQuery]) -> web.StreamRespons
             # stream_quotes.
             with contextlib.suppress(ConnectionError), _ended_on_unexpected_error(call, response, "SSE event stream"):
                 await _pump_events(
-                    response, consumer, hub, missed=replay.missed, heartbeat=call.app[STREAMING].heartbeat_seconds
+                    response, consumer, hub, replay=replay, heartbeat=call.app[STREAMING].heartbeat_seconds
                 )
         return response
     finally:

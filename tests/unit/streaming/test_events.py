@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -10,9 +11,16 @@ import pytest
 from ftdesk.brokers.paper.feeds import EventBus, PaperAccountEventFeed
 from ftdesk.domain.errors import StreamingUnavailable
 from ftdesk.domain.events import AccountEvent, account_event
-from ftdesk.streaming.events import AccountEventHub, EventConsumer
+from ftdesk.streaming.events import (
+    REPLAY_EARLIER_RUN,
+    REPLAY_EVICTED,
+    REPLAY_UNKNOWN_ID,
+    AccountEventHub,
+    EventConsumer,
+    first_event_id,
+)
 from ftdesk.streaming.models import ConsumerClosed, HubState
-from tests.fakes.clock import ManualClock
+from tests.fakes.clock import ANCHOR, ManualClock
 from tests.unit.streaming.helpers import settle
 
 BACKOFF = (1.0, 2.0)
@@ -108,11 +116,55 @@ async def test_the_buffer_keeps_the_newest_events_and_an_older_id_is_reported_mi
     assert not replay.missed and await read(at_edge) == [(3, "C3"), (4, "C4"), (5, "C5")]
 
     too_old, replay = desk.hub.open_consumer(last_event_id=1)
-    assert replay.missed, "event 2 was evicted, so the client lost it"
+    assert replay.missed and replay.why_missed == REPLAY_EVICTED, "event 2 was evicted, so the client lost it"
     assert await read(too_old) == [(3, "C3"), (4, "C4"), (5, "C5")]
+    _, replay = desk.hub.open_consumer(last_event_id=0)
+    assert replay.missed and replay.why_missed == REPLAY_EVICTED, "0 asks for the whole run, whose start is gone"
 
-    from_earlier_run, replay = desk.hub.open_consumer(last_event_id=99)
-    assert replay.missed and len(await read(from_earlier_run)) == 3
+    never_issued, replay = desk.hub.open_consumer(last_event_id=99)
+    assert replay.missed and replay.why_missed == REPLAY_UNKNOWN_ID and len(await read(never_issued)) == 3
+
+
+async def test_a_run_numbers_from_its_first_id_and_an_id_below_it_replays_everything_as_missed(
+    desks: list[Desk],
+) -> None:
+    earlier_start, later_start = ANCHOR, ANCHOR + timedelta(seconds=30)
+    earlier = await started(desks, first_id=first_event_id(earlier_start))
+    await earlier.publish(*range(1, 13))
+    earlier_ids = [item.id for item in earlier.hub.buffered()]
+    assert earlier_ids == list(range(earlier.hub.first_id, earlier.hub.first_id + 12))
+
+    later = await started(desks, first_id=first_event_id(later_start))
+    assert later.hub.last_event_id == 0 and later.hub.status().last_event_id == 0, "0: none yet in this run"
+    fresh, replay = later.hub.open_consumer(last_event_id=earlier_ids[6])
+    assert replay.missed and replay.why_missed == REPLAY_EARLIER_RUN and await read(fresh) == []
+
+    await later.publish(*range(101, 113))  # more events than the earlier id's position in its run
+    later_ids = [item.id for item in later.hub.buffered()]
+    assert min(later_ids) > max(earlier_ids), "every id of the later run is above every id of the earlier one"
+    for earlier_id in (earlier_ids[6], earlier_ids[-1], later.hub.first_id - 1):
+        resumed, replay = later.hub.open_consumer(last_event_id=earlier_id)
+        assert replay.missed and replay.why_missed == REPLAY_EARLIER_RUN
+        got = await read(resumed)
+        assert [conf for _, conf in got] == [f"C{n}" for n in range(101, 113)], "all of this run, none skipped"
+        assert [event_id for event_id, _ in got] == later_ids
+
+    from_the_start, replay = later.hub.open_consumer(last_event_id=0)
+    assert not replay.missed and [event_id for event_id, _ in await read(from_the_start)] == later_ids, (
+        "0 asks for this run from its start: nothing of it is missing"
+    )
+
+    own, replay = later.hub.open_consumer(last_event_id=later_ids[6])
+    assert not replay.missed and [conf for _, conf in await read(own)] == [f"C{n}" for n in range(108, 113)]
+
+
+def test_first_ids_are_microseconds_since_the_epoch_and_stay_exact_in_javascript() -> None:
+    assert first_event_id(datetime(1970, 1, 1, 0, 0, 1, tzinfo=UTC)) == 1_000_000
+    start = datetime(2026, 11, 29, 2, 0, 0, 123456, tzinfo=UTC)
+    assert first_event_id(start + timedelta(microseconds=1)) == first_event_id(start) + 1
+    assert first_event_id(datetime(2200, 12, 31, tzinfo=UTC)) < 2**53
+    with pytest.raises(ValueError, match="first_id"):
+        AccountEventHub(PaperAccountEventFeed(EventBus()), ManualClock(), backoff=BACKOFF, first_id=0)
 
 
 async def test_a_consumer_that_falls_behind_is_closed_with_a_reason_after_its_queued_events(desks: list[Desk]) -> None:
