@@ -80,6 +80,7 @@ async def test_a_display_that_is_gone_is_named_and_the_api_is_served_headless(tm
     assert "Serving the API headless without the tray, as --headless does" in stderr
 
 
+@pytest.mark.skipif(not xcb_plugin_loads(), reason="this machine lacks libraries Qt's xcb plugin needs")
 @pytest.mark.parametrize("soname", ["libxcb-cursor.so.0", "libxcb.so.1"])
 async def test_a_platform_plugin_the_loader_refuses_is_named_and_the_api_is_served_headless(
     tmp_path: Path, soname: str

@@ -18,7 +18,14 @@ from ftdesk.gui.platform_probe import (
     parse_x_display,
     qt_platforms,
 )
-from tests.fakes.desktop import ABSENT_LIBRARY, broken_xcb_plugin, refusing_x_server, unused_display_number, xvfb
+from tests.fakes.desktop import (
+    ABSENT_LIBRARY,
+    broken_xcb_plugin,
+    refusing_x_server,
+    unused_display_number,
+    xcb_plugin_loads,
+    xvfb,
+)
 
 linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Qt's platform plugins are Linux's")
 
@@ -154,6 +161,7 @@ def broken_pyside6(tmp_path: Path) -> Path:
 
 
 @linux_only
+@pytest.mark.skipif(not xcb_plugin_loads(), reason="this machine lacks libraries Qt's xcb plugin needs")
 def test_a_plugin_the_loader_refuses_names_the_missing_library(tmp_path: Path) -> None:
     environ = {"DISPLAY": f":{unused_display_number()}"}
     problem = PlatformProbe(environ=environ, pyside_dir=broken_pyside6(tmp_path), os_release=lambda: UBUNTU).run()
@@ -177,6 +185,7 @@ def test_on_a_live_display_a_refused_plugin_is_the_only_problem(tmp_path: Path) 
 
 
 @linux_only
+@pytest.mark.skipif(not xcb_plugin_loads(), reason="this machine lacks libraries Qt's xcb plugin needs")
 def test_a_refused_plugin_in_the_plugin_path_is_passed_over_for_the_bundled_one_as_qt_does(tmp_path: Path) -> None:
     platforms = broken_xcb_plugin(tmp_path)
     environ = {"QT_QPA_PLATFORM_PLUGIN_PATH": str(platforms), "DISPLAY": f":{unused_display_number()}"}
