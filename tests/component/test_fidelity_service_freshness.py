@@ -212,16 +212,23 @@ async def test_with_beps_down_every_read_reaches_the_upstream(start_fidelity: St
     assert "Age" not in headers and "Cache-Control" not in headers
 
 
-async def test_while_beps_is_live_the_answers_of_a_quick_upstream_are_not_kept(
+async def test_while_beps_is_live_a_tight_loop_on_a_quick_upstream_asks_it_once_a_window(
     start_fidelity: StartFidelity,
 ) -> None:
-    service, fake, _, _ = await start_fidelity()
+    service, fake, _, clock = await start_fidelity()
     await beps_live(service)
     hits = fake.hits[POSITIONS]
-    for _ in range(3):  # the clock does not move: the answers take no time, so asking again costs nothing
+    ages = []
+    for _ in range(5):  # the upstream answers at once; the clock does not move between reads
         status, headers, _ = await get(service, POSITIONS_PATH)
-        assert status == 200 and "Cache-Control" not in headers
-    assert fake.hits[POSITIONS] == hits + 3
+        assert status == 200 and headers["Cache-Control"] == "max-age=1"
+        ages.append(headers.get("Age"))
+    assert fake.hits[POSITIONS] == hits + 1  # a proven-current answer served the other four
+    assert ages == [None, "0", "0", "0", "0"]
+
+    await clock.advance(1.0)  # the window has passed: asked again
+    status, headers, _ = await get(service, POSITIONS_PATH)
+    assert status == 200 and fake.hits[POSITIONS] == hits + 2 and "Age" not in headers
 
 
 async def test_two_concurrent_identical_position_reads_reach_the_upstream_once(start_fidelity: StartFidelity) -> None:

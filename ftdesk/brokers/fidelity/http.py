@@ -15,8 +15,8 @@ upstream pushes back. Identical concurrent reads (GETs, and the POSTs that only 
 unless a write or an account event came between them. An account read's answer
 (``answer_reuse.ACCOUNT_READS``) also answers identical reads for up to ``FidelityConfig.read_share`` seconds
 after it arrives, but only while ftdesk can prove it is still current: the account-event stream is live and no
-event and no write came since it was fetched (any event or write drops every kept answer at once), and while
-reads take ``SHARE_MIN`` or more on average. Reference data comes from ``reference_cache`` while fresh. A read
+event and no write came since it was fetched (any event or write drops every kept answer at once), however quick
+the upstream is: a proven-current answer is as good as a new one, and asking again only loads Fidelity. Reference data comes from ``reference_cache`` while fresh. A read
 answered 429, 502, 503 or 504, or cut off, is retried (tenacity, sleeping on the injected clock) with jittered backoff
 and at least the ``Retry-After`` asked for, within ``FidelityConfig.read_budget`` seconds; then the caller
 gets ``BrokerError`` with ``details.reason`` ``UPSTREAM_BUSY``. A write (place, cancel, any call that
@@ -68,11 +68,6 @@ RETRIED_STATUSES = frozenset({429, 502, 503, 504})
 """Statuses a read is retried on: the upstream (or a proxy before it) is overloaded or briefly away."""
 _BACKOFF = wait_random_exponential(multiplier=0.25, max=4.0)  # full jitter: 0-0.25 s, 0-0.5 s, ... 0-4 s
 _RETRY_AFTER_JITTER = wait_random(0, 0.25)  # spreads callers told the same Retry-After
-SHARE_MIN = 0.025
-"""Account answers are reused after they arrive only while reads take this long on average (``LATENCY_WEIGHT``):
-an upstream that answers quicker (a local one) is cheaper to ask again than a kept answer is worth keeping."""
-LATENCY_WEIGHT = 0.3
-"""Weight of the newest read in the running average of read latency (one slow answer does not make a trend)."""
 
 
 class Profile(Enum):
@@ -196,7 +191,6 @@ class FidelityHttp:
         self._recent_epoch = self._watch.epoch
         self._writes = 0  # moves when a write starts and when it ends: a read that overlapped one is not kept
         self._writing = 0  # writes in flight
-        self._latency = 0.0  # running average of read attempts' durations, seconds
         self.upstream_calls = 0
         self.screener_token: tuple[str, float] | None = None
         """The LiveVol JWT of this session and when it expires (unix seconds), reused until then."""
@@ -350,11 +344,7 @@ class FidelityHttp:
         epoch = self._watch.epoch
 
         async def once() -> UpstreamResponse:
-            begun = self._clock.monotonic()
-            try:
-                return await self._read_once(method, url, profile, payload, extra, request_id)
-            finally:
-                self._latency += LATENCY_WEIGHT * (self._clock.monotonic() - begun - self._latency)
+            return await self._read_once(method, url, profile, payload, extra, request_id)
 
         async def attempt() -> UpstreamResponse:
             nonlocal attempts
@@ -407,7 +397,6 @@ class FidelityHttp:
             and watch.epoch == epoch  # no event, and the stream stayed up, while it was fetched
             and writes == self._writes
             and not self._writing
-            and self._latency >= SHARE_MIN
             and account_read(url)
         )
 
