@@ -29,9 +29,10 @@ class FidelityConfig:
     fetched. Any event or write drops every kept answer at once; such answers carry ``Age``. Without a live
     stream (BEPS down, even while the alerts fallback polls: a fill could take its 15 s to show) only
     identical reads in flight share one call. How quickly the upstream answers does not matter: a script's
-    tight loop over positions asks Fidelity about once a window, not once a call. The window stays short (1 s, about the desktop app's
-    refresh) because even a live stream lags the upstream a little. 0 = never reuse an answer that has
-    arrived. Reference data has its own freshness windows (``reference_cache``) whatever this says."""
+    tight loop over positions asks Fidelity about once a window, not once a call. The window stays short
+    (1 s, about the desktop app's refresh) because even a live stream lags the upstream a little. 0 = never
+    reuse an answer that has arrived. Reference data has its own freshness windows (``reference_cache``)
+    whatever this says."""
     read_budget: float = 15.0
     """``FTSERVICE_FIDELITY_READ_BUDGET``: seconds one read may spend waiting for the budget and retrying
     before the caller gets 502 ``BROKER_ERROR`` (reason ``UPSTREAM_BUSY``), so a script is never left hanging."""

@@ -16,7 +16,8 @@ unless a write or an account event came between them. An account read's answer
 (``answer_reuse.ACCOUNT_READS``) also answers identical reads for up to ``FidelityConfig.read_share`` seconds
 after it arrives, but only while ftdesk can prove it is still current: the account-event stream is live and no
 event and no write came since it was fetched (any event or write drops every kept answer at once), however quick
-the upstream is: a proven-current answer is as good as a new one, and asking again only loads Fidelity. Reference data comes from ``reference_cache`` while fresh. A read
+the upstream is: a proven-current answer is as good as a new one, and asking again only loads Fidelity.
+Reference data comes from ``reference_cache`` while fresh. A read
 answered 429, 502, 503 or 504, or cut off, is retried (tenacity, sleeping on the injected clock) with jittered backoff
 and at least the ``Retry-After`` asked for, within ``FidelityConfig.read_budget`` seconds; then the caller
 gets ``BrokerError`` with ``details.reason`` ``UPSTREAM_BUSY``. A write (place, cancel, any call that
