@@ -10,14 +10,10 @@ says a value is whole (option contracts are whole, shares need not be).
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Any
 
 import pytest
-from aiohttp import web
 
-from ftdesk.service.openapi import build_openapi
-from ftdesk.service.routes import route_tables
-from ftdesk.service.routing import add_routes
+from tests.unit.openapi_walk import Schema, json_types, properties, served_description
 
 TWO_MEANINGS: dict[str, str] = {
     "data": "the payload of an envelope or of a stream event: each operation's own answer",
@@ -27,62 +23,20 @@ TWO_MEANINGS: dict[str, str] = {
 }
 """The only names allowed more than one type, each because it names two different things."""
 
-Schema = dict[str, Any]
-
 
 @pytest.fixture(scope="module")
 def description() -> Schema:
     """Return the OpenAPI description the service serves at /docs/openapi.json."""
-    return build_openapi(add_routes(web.Application(), route_tables()), version="test")
-
-
-def json_types(schema: Schema, components: dict[str, Schema]) -> set[str]:
-    """Return the JSON types a schema allows (null left out, integer as number)."""
-    if "$ref" in schema:
-        target = components[schema["$ref"].rsplit("/", 1)[-1]]
-        return {"object"} if "properties" in target else json_types(target, components)
-    found: set[str] = set()
-    for key in ("anyOf", "oneOf", "allOf"):
-        for part in schema.get(key, []):
-            found |= json_types(part, components)
-    declared = schema.get("type")
-    for kind in declared if isinstance(declared, list) else [declared] if declared else []:
-        if kind != "null":
-            found.add("number" if kind == "integer" else kind)
-    if not found and "enum" in schema:
-        found |= {"string" if isinstance(v, str) else "number" for v in schema["enum"] if v is not None}
-    return found
+    return served_description()
 
 
 def property_types(description: Schema) -> dict[str, dict[str, set[str]]]:
     """Return, for each property name, each JSON type it takes and the schemas where it does."""
     components: dict[str, Schema] = description["components"]["schemas"]
     types: dict[str, dict[str, set[str]]] = defaultdict(lambda: defaultdict(set))
-
-    def walk(schema: Any, where: str) -> None:
-        if not isinstance(schema, dict):
-            return
-        for name, sub in (schema.get("properties") or {}).items():
-            for kind in json_types(sub, components):
-                types[name][kind].add(where)
-            walk(sub, f"{where}.{name}")
-        for key in ("items", "additionalProperties"):
-            walk(schema.get(key), where)
-        for key in ("anyOf", "oneOf", "allOf"):
-            for part in schema.get(key, []):
-                walk(part, where)
-
-    for name, schema in components.items():
-        walk(schema, name)
-    for path, item in description["paths"].items():
-        for method, operation in item.items():
-            if not isinstance(operation, dict):
-                continue
-            contents = [operation.get("requestBody", {}).get("content", {})]
-            contents += [answer.get("content", {}) for answer in operation.get("responses", {}).values()]
-            for content in contents:
-                for media in content.values():
-                    walk(media.get("schema"), f"{method.upper()} {path}")
+    for where, name, schema in properties(description):
+        for kind in json_types(schema, components):
+            types[name][kind].add(where)
     return types
 
 

@@ -9,23 +9,15 @@ itself comes from ``ftdesk/domain/field_meanings.py`` (by field name) or the fie
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
-from aiohttp import web
 
-from ftdesk.service.openapi import build_openapi
-from ftdesk.service.routes import route_tables
-from ftdesk.service.routing import add_routes
-from tests.unit.test_field_types import json_types
-
-Schema = dict[str, Any]
+from tests.unit.openapi_walk import Schema, json_types, operations, properties, served_description
 
 
 @pytest.fixture(scope="module")
 def description() -> Schema:
     """Return the OpenAPI description the service serves at /docs/openapi.json."""
-    return build_openapi(add_routes(web.Application(), route_tables()), version="test")
+    return served_description()
 
 
 def is_number(schema: Schema, components: dict[str, Schema]) -> bool:
@@ -47,37 +39,15 @@ def is_described(schema: Schema, components: dict[str, Schema]) -> bool:
 def undescribed_numbers(description: Schema) -> list[str]:
     """Return "schema.property" (or "METHOD path parameter") of each number without a description."""
     components: dict[str, Schema] = description["components"]["schemas"]
-    found: set[str] = set()
-
-    def walk(schema: Any, where: str) -> None:
-        if not isinstance(schema, dict):
-            return
-        for name, sub in (schema.get("properties") or {}).items():
-            if isinstance(sub, dict) and is_number(sub, components) and not is_described(sub, components):
-                found.add(f"{where}.{name}")
-            walk(sub, f"{where}.{name}")
-        for key in ("items", "additionalProperties"):
-            walk(schema.get(key), where)
-        for key in ("anyOf", "oneOf", "allOf"):
-            for part in schema.get(key, []):
-                walk(part, where)
-
-    for name, schema in components.items():
-        walk(schema, name)
-    for path, item in description["paths"].items():
-        for method, operation in item.items():
-            if not isinstance(operation, dict):
-                continue
-            operation_name = f"{method.upper()} {path}"
-            for parameter in operation.get("parameters", []):
-                schema = parameter.get("schema", {})
-                if is_number(schema, components) and not parameter.get("description"):
-                    found.add(f"{operation_name} {parameter['in']} parameter {parameter['name']}")
-            contents = [operation.get("requestBody", {}).get("content", {})]
-            contents += [answer.get("content", {}) for answer in operation.get("responses", {}).values()]
-            for content in contents:
-                for media in content.values():
-                    walk(media.get("schema"), operation_name)
+    found = {
+        f"{where}.{name}"
+        for where, name, schema in properties(description)
+        if is_number(schema, components) and not is_described(schema, components)
+    }
+    for operation_name, operation in operations(description):
+        for parameter in operation.get("parameters", []):
+            if is_number(parameter.get("schema", {}), components) and not parameter.get("description"):
+                found.add(f"{operation_name} {parameter['in']} parameter {parameter['name']}")
     return sorted(found)
 
 
