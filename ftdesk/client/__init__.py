@@ -30,7 +30,7 @@ from ftdesk.client.errors import (
     TradingDisabledError,
 )
 from ftdesk.client.models import EventFrame, Health, QuotesAnswer, SessionStatus
-from ftdesk.client.orders import describe_preview
+from ftdesk.client.orders import MultiLegPreview, OptionPreview, describe_preview
 from ftdesk.client.sync_client import Client
 
 __all__ = (
@@ -45,7 +45,9 @@ __all__ = (
     "FtdeskClientError",
     "Health",
     "InvalidRequestError",
+    "MultiLegPreview",
     "NotFoundError",
+    "OptionPreview",
     "OrderRejectedError",
     "PreviewError",
     "QuotesAnswer",

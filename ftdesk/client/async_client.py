@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import inspect
 import uuid
-from collections.abc import AsyncGenerator, Hashable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Hashable, Mapping, Sequence
 from datetime import date
 from types import TracebackType
 from typing import Any, Self, TypeVar, cast
@@ -19,7 +19,17 @@ from ftdesk.client.backoff import DEFAULT_RECONNECT_DELAYS, Backoff
 from ftdesk.client.discovery import find_api_key, find_base_url
 from ftdesk.client.errors import FtdeskClientError, ServiceUnreachable, api_error
 from ftdesk.client.models import EventFrame, Health, QuotesAnswer, SessionStatus
-from ftdesk.client.orders import Confirm, Show, cancel_body, equity_body, multi_leg_body, option_body, print_preview
+from ftdesk.client.orders import (
+    Confirm,
+    MultiLegPreview,
+    OptionPreview,
+    Show,
+    cancel_body,
+    equity_body,
+    multi_leg_body,
+    option_body,
+    print_preview,
+)
 from ftdesk.domain.accounts import Account, Balance, Position, Transaction
 from ftdesk.domain.market import OrderBook, Quote
 from ftdesk.domain.orders import (
@@ -34,6 +44,7 @@ from ftdesk.domain.orders import (
 from ftdesk.domain.safety import HaltOutcome, HaltState, SafetyState
 
 T = TypeVar("T")
+P = TypeVar("P", bound=OrderPreview)
 API_PREFIX = "/api/v1"
 
 
@@ -255,10 +266,10 @@ class AsyncClient:
         stop_price: float | None = None,
         tif: str = "D",
         position_intent: str | None = None,
-    ) -> OrderPreview:
+    ) -> OptionPreview:
         """Preview a single-leg option order (BC buy call, SC sell call, BP buy put, SP sell put)."""
         body = option_body(acct, symbol, action, qty, price_type, limit_price, stop_price, tif, position_intent)
-        return parse_answer(OrderPreview, await self.request("POST", "/orders/option/preview", json=body))
+        return parse_answer(OptionPreview, await self.request("POST", "/orders/option/preview", json=body))
 
     async def place_option_order(
         self,
@@ -291,10 +302,13 @@ class AsyncClient:
         net_price: float | None = None,
         debit_credit: str | None = None,
         tif: str = "D",
-    ) -> OrderPreview:
-        """Preview a multi-leg option order (2 to 4 legs on one underlying)."""
+    ) -> MultiLegPreview:
+        """Preview a multi-leg option order (2 to 4 legs on one underlying); the preview carries the legs sent."""
         body = multi_leg_body(acct, underlying, legs, price_type, net_price, debit_credit, tif)
-        return parse_answer(OrderPreview, await self.request("POST", "/orders/options/preview", json=body))
+        answer = await self.request("POST", "/orders/options/preview", json=body)
+        # The service's answer names only the underlying: the legs are added from the request, unless a later
+        # service echoes them itself (its own account of the legs then wins).
+        return parse_answer(MultiLegPreview, {"legs": body["legs"], **answer} if isinstance(answer, dict) else answer)
 
     async def place_multileg_order(
         self,
@@ -348,27 +362,129 @@ class AsyncClient:
         Returns None when ``confirm`` declines (nothing is placed). In dry-run mode the place raises
         ``TradingDisabledError`` (code ``LIVE_TRADING_DISABLED``).
         """
-        preview = await self.preview_equity_order(
-            acct, symbol, action, qty, price_type, limit_price=limit_price, stop_price=stop_price, tif=tif
+        return await self._confirm_then_place(
+            self.preview_equity_order(
+                acct, symbol, action, qty, price_type, limit_price=limit_price, stop_price=stop_price, tif=tif
+            ),
+            show,
+            confirm,
+            lambda conf_num: self.place_equity_order(
+                acct,
+                symbol,
+                action,
+                qty,
+                price_type,
+                conf_num=conf_num,
+                limit_price=limit_price,
+                stop_price=stop_price,
+                tif=tif,
+                idempotency_key=idempotency_key,
+            ),
         )
-        show(preview)
-        decision = confirm(preview)
+
+    async def preview_and_place_option(
+        self,
+        acct: str,
+        symbol: str,
+        action: str,
+        qty: int,
+        price_type: str = "M",
+        *,
+        limit_price: float | None = None,
+        stop_price: float | None = None,
+        tif: str = "D",
+        position_intent: str | None = None,
+        confirm: Confirm,
+        show: Show = print_preview,
+        idempotency_key: str | None = None,
+    ) -> OrderPlacement | None:
+        """Preview a single-leg option order, show it, and place it only if ``confirm(preview)`` says True.
+
+        Same contract as ``preview_and_place``: None when declined, ``TradingDisabledError`` in dry-run mode.
+        """
+        return await self._confirm_then_place(
+            self.preview_option_order(
+                acct,
+                symbol,
+                action,
+                qty,
+                price_type,
+                limit_price=limit_price,
+                stop_price=stop_price,
+                tif=tif,
+                position_intent=position_intent,
+            ),
+            show,
+            confirm,
+            lambda conf_num: self.place_option_order(
+                acct,
+                symbol,
+                action,
+                qty,
+                price_type,
+                conf_num=conf_num,
+                limit_price=limit_price,
+                stop_price=stop_price,
+                tif=tif,
+                position_intent=position_intent,
+                idempotency_key=idempotency_key,
+            ),
+        )
+
+    async def preview_and_place_multileg(
+        self,
+        acct: str,
+        underlying: str,
+        legs: Sequence[MultiLegOptionLeg],
+        price_type: str = "L",
+        *,
+        net_price: float | None = None,
+        debit_credit: str | None = None,
+        tif: str = "D",
+        confirm: Confirm,
+        show: Show = print_preview,
+        idempotency_key: str | None = None,
+    ) -> OrderPlacement | None:
+        """Preview a multi-leg option order, show it with its legs, and place it only if ``confirm`` says True.
+
+        Same contract as ``preview_and_place``: None when declined, ``TradingDisabledError`` in dry-run mode.
+        """
+        return await self._confirm_then_place(
+            self.preview_multileg_order(
+                acct, underlying, legs, price_type, net_price=net_price, debit_credit=debit_credit, tif=tif
+            ),
+            show,
+            confirm,
+            lambda conf_num: self.place_multileg_order(
+                acct,
+                underlying,
+                legs,
+                price_type,
+                conf_num=conf_num,
+                net_price=net_price,
+                debit_credit=debit_credit,
+                tif=tif,
+                idempotency_key=idempotency_key,
+            ),
+        )
+
+    async def _confirm_then_place(
+        self,
+        preview: Awaitable[P],
+        show: Show,
+        confirm: Confirm,
+        place: Callable[[str], Awaitable[OrderPlacement]],
+    ) -> OrderPlacement | None:
+        # The place is bound to this preview's conf_num (the service places nothing unpreviewed), and only an
+        # explicit True places: a truthy non-bool from a sloppy confirm is a decline.
+        previewed = await preview
+        show(previewed)
+        decision = confirm(previewed)
         if inspect.isawaitable(decision):
             decision = await decision
         if decision is not True:
             return None
-        return await self.place_equity_order(
-            acct,
-            symbol,
-            action,
-            qty,
-            price_type,
-            conf_num=preview.conf_num,
-            limit_price=limit_price,
-            stop_price=stop_price,
-            tif=tif,
-            idempotency_key=idempotency_key,
-        )
+        return await place(previewed.conf_num)
 
     # --- safety ---------------------------------------------------------------------------------------------
 

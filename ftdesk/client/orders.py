@@ -1,14 +1,28 @@
-"""Request bodies of the order endpoints, and how ``preview_and_place`` shows a preview."""
+"""Request bodies of the order endpoints, the option previews' kinds, and how ``preview_and_place`` shows one."""
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeAlias
 
+from pydantic import Field
+
 from ftdesk.domain.orders import MultiLegOptionLeg, OrderPreview
 
 Show: TypeAlias = Callable[[OrderPreview], None]
 Confirm: TypeAlias = Callable[[OrderPreview], bool | Awaitable[bool]]
+
+
+class OptionPreview(OrderPreview):
+    """A single-leg option order's preview: ``qty`` counts contracts, prices are per share of the contract."""
+
+
+class MultiLegPreview(OrderPreview):
+    """A multi-leg option order's preview: the service's answer (net price, cost, underlying's quote) and its legs."""
+
+    legs: list[MultiLegOptionLeg] = Field(
+        description="The legs previewed, as this client sent them: the service's answer names only the underlying."
+    )
 
 
 def _without_none(body: dict[str, Any]) -> dict[str, Any]:
@@ -94,21 +108,47 @@ def cancel_body(acct: str, action_code: str) -> dict[str, Any]:
     return {"acct_num": acct, "action_code": action_code}
 
 
-def describe_preview(preview: OrderPreview) -> str:
-    """Return the preview as a trader reads it: what the broker understood, the price, the cost and warnings."""
-    words = preview.broker_action_desc or preview.action_desc
-    price = {
+def _price_words(preview: OrderPreview) -> str:
+    return {
         "M": "at market",
         "L": f"limit {preview.limit_price}",
         "S": f"stop {preview.stop_price}",
         "SL": f"stop {preview.stop_price} limit {preview.limit_price}",
     }.get(preview.price_type.value, preview.price_type.value)
-    lines = [
-        f"Preview {preview.conf_num} for account {preview.acct_num}: {words} {preview.qty:g} {preview.symbol} "
-        f"{price}, {preview.tif.value}",
-    ]
+
+
+def _order_lines(preview: OrderPreview) -> tuple[list[str], str]:
+    # The order as the broker understood it, and what the preview's quote is a quote of.
+    words, price, tif = preview.broker_action_desc or preview.action_desc, _price_words(preview), preview.tif.value
+    head = f"Preview {preview.conf_num} for account {preview.acct_num}: "
+    if isinstance(preview, MultiLegPreview):
+        legs = [
+            f"  leg {number}: {leg.action.name.lower().replace('_', ' ')} {leg.qty} {leg.symbol}"
+            for number, leg in enumerate(preview.legs, start=1)
+        ]
+        net = " net" if preview.price_type.value != "M" else ""
+        return [f"{head}{preview.symbol} {len(preview.legs)}-leg option order, {words} {price}{net}, {tif}", *legs], (
+            f"underlying {preview.symbol}"
+        )
+    if isinstance(preview, OptionPreview):
+        intent = f" to {preview.position_intent.value}" if preview.position_intent is not None else ""
+        contracts = "contract" if preview.qty == 1 else "contracts"
+        per_share = " per share" if preview.price_type.value != "M" else ""
+        return [
+            f"{head}{words}{intent} {preview.qty:g} {contracts} {preview.symbol} {price}{per_share}, {tif}"
+        ], "option"
+    return [f"{head}{words} {preview.qty:g} {preview.symbol} {price}, {tif}"], ""
+
+
+def describe_preview(preview: OrderPreview) -> str:
+    """Return the preview as a trader reads it: what the broker understood, the price, the cost and warnings.
+
+    An option preview counts contracts; a multi-leg one lists each leg and labels its quote as the underlying's.
+    """
+    lines, quoted = _order_lines(preview)
     if preview.quote is not None:
-        lines.append(f"  quote: last {preview.quote.price} bid {preview.quote.bid} ask {preview.quote.ask}")
+        label = f"{quoted} quote" if quoted else "quote"
+        lines.append(f"  {label}: last {preview.quote.price} bid {preview.quote.bid} ask {preview.quote.ask}")
     money = f"  est. cost {preview.est_cost:.2f}" if preview.est_cost else f"  est. proceeds {preview.est_proceeds:.2f}"
     lines.append(f"{money}, commission {preview.est_commission:.2f}, fees {preview.est_fees:.2f}")
     lines.extend(f"  warning: {warning}" for warning in preview.warnings)
@@ -116,5 +156,5 @@ def describe_preview(preview: OrderPreview) -> str:
 
 
 def print_preview(preview: OrderPreview) -> None:
-    """Print the preview to stdout (the default way ``preview_and_place`` shows it)."""
+    """Print the preview to stdout (the default way the ``preview_and_place`` helpers show it)."""
     print(describe_preview(preview), flush=True)

@@ -18,7 +18,7 @@ from ftdesk.client import ws
 from ftdesk.client.async_client import AsyncClient
 from ftdesk.client.backoff import DEFAULT_RECONNECT_DELAYS, Backoff
 from ftdesk.client.models import EventFrame, Health, QuotesAnswer, SessionStatus
-from ftdesk.client.orders import Show, print_preview
+from ftdesk.client.orders import MultiLegPreview, OptionPreview, Show, print_preview
 from ftdesk.domain.accounts import Account, Balance, Position, Transaction
 from ftdesk.domain.market import OrderBook, Quote
 from ftdesk.domain.orders import (
@@ -33,6 +33,8 @@ from ftdesk.domain.orders import (
 from ftdesk.domain.safety import HaltOutcome, HaltState, SafetyState
 
 T = TypeVar("T")
+P = TypeVar("P", bound=OrderPreview)
+SyncConfirm = Callable[[OrderPreview], bool]
 Item = TypeVar("Item")
 
 
@@ -281,7 +283,7 @@ class Client:
         stop_price: float | None = None,
         tif: str = "D",
         position_intent: str | None = None,
-    ) -> OrderPreview:
+    ) -> OptionPreview:
         """Preview a single-leg option order (BC buy call, SC sell call, BP buy put, SP sell put)."""
         return self._run(
             self._async.preview_option_order(
@@ -339,8 +341,8 @@ class Client:
         net_price: float | None = None,
         debit_credit: str | None = None,
         tif: str = "D",
-    ) -> OrderPreview:
-        """Preview a multi-leg option order (2 to 4 legs on one underlying)."""
+    ) -> MultiLegPreview:
+        """Preview a multi-leg option order (2 to 4 legs on one underlying); the preview carries the legs sent."""
         return self._run(
             self._async.preview_multileg_order(
                 acct, underlying, legs, price_type, net_price=net_price, debit_credit=debit_credit, tif=tif
@@ -394,7 +396,7 @@ class Client:
         limit_price: float | None = None,
         stop_price: float | None = None,
         tif: str = "D",
-        confirm: Callable[[OrderPreview], bool],
+        confirm: SyncConfirm,
         show: Show = print_preview,
         idempotency_key: str | None = None,
     ) -> OrderPlacement | None:
@@ -403,24 +405,126 @@ class Client:
         ``confirm`` runs in the caller's thread (it may prompt on the terminal). Returns None when it declines
         (nothing is placed). In dry-run mode the place raises ``TradingDisabledError`` (``LIVE_TRADING_DISABLED``).
         """
-        preview = self.preview_equity_order(
-            acct, symbol, action, qty, price_type, limit_price=limit_price, stop_price=stop_price, tif=tif
+        return self._confirm_then_place(
+            self._async.preview_equity_order(
+                acct, symbol, action, qty, price_type, limit_price=limit_price, stop_price=stop_price, tif=tif
+            ),
+            show,
+            confirm,
+            lambda conf_num: self._async.place_equity_order(
+                acct,
+                symbol,
+                action,
+                qty,
+                price_type,
+                conf_num=conf_num,
+                limit_price=limit_price,
+                stop_price=stop_price,
+                tif=tif,
+                idempotency_key=idempotency_key,
+            ),
         )
-        show(preview)
-        if confirm(preview) is not True:
+
+    def preview_and_place_option(
+        self,
+        acct: str,
+        symbol: str,
+        action: str,
+        qty: int,
+        price_type: str = "M",
+        *,
+        limit_price: float | None = None,
+        stop_price: float | None = None,
+        tif: str = "D",
+        position_intent: str | None = None,
+        confirm: SyncConfirm,
+        show: Show = print_preview,
+        idempotency_key: str | None = None,
+    ) -> OrderPlacement | None:
+        """Preview a single-leg option order, show it, and place it only if ``confirm(preview)`` returns True.
+
+        Same contract as ``preview_and_place``: None when declined, ``TradingDisabledError`` in dry-run mode.
+        """
+        return self._confirm_then_place(
+            self._async.preview_option_order(
+                acct,
+                symbol,
+                action,
+                qty,
+                price_type,
+                limit_price=limit_price,
+                stop_price=stop_price,
+                tif=tif,
+                position_intent=position_intent,
+            ),
+            show,
+            confirm,
+            lambda conf_num: self._async.place_option_order(
+                acct,
+                symbol,
+                action,
+                qty,
+                price_type,
+                conf_num=conf_num,
+                limit_price=limit_price,
+                stop_price=stop_price,
+                tif=tif,
+                position_intent=position_intent,
+                idempotency_key=idempotency_key,
+            ),
+        )
+
+    def preview_and_place_multileg(
+        self,
+        acct: str,
+        underlying: str,
+        legs: Sequence[MultiLegOptionLeg],
+        price_type: str = "L",
+        *,
+        net_price: float | None = None,
+        debit_credit: str | None = None,
+        tif: str = "D",
+        confirm: SyncConfirm,
+        show: Show = print_preview,
+        idempotency_key: str | None = None,
+    ) -> OrderPlacement | None:
+        """Preview a multi-leg option order, show it with its legs, and place it only if ``confirm`` returns True.
+
+        Same contract as ``preview_and_place``: None when declined, ``TradingDisabledError`` in dry-run mode.
+        """
+        return self._confirm_then_place(
+            self._async.preview_multileg_order(
+                acct, underlying, legs, price_type, net_price=net_price, debit_credit=debit_credit, tif=tif
+            ),
+            show,
+            confirm,
+            lambda conf_num: self._async.place_multileg_order(
+                acct,
+                underlying,
+                legs,
+                price_type,
+                conf_num=conf_num,
+                net_price=net_price,
+                debit_credit=debit_credit,
+                tif=tif,
+                idempotency_key=idempotency_key,
+            ),
+        )
+
+    def _confirm_then_place(
+        self,
+        preview: Awaitable[P],
+        show: Show,
+        confirm: SyncConfirm,
+        place: Callable[[str], Awaitable[OrderPlacement]],
+    ) -> OrderPlacement | None:
+        # show and confirm run in the caller's thread (a terminal prompt must); the requests on the client's loop.
+        # The place is bound to this preview's conf_num, and only an explicit True places.
+        previewed = self._run(preview)
+        show(previewed)
+        if confirm(previewed) is not True:
             return None
-        return self.place_equity_order(
-            acct,
-            symbol,
-            action,
-            qty,
-            price_type,
-            conf_num=preview.conf_num,
-            limit_price=limit_price,
-            stop_price=stop_price,
-            tif=tif,
-            idempotency_key=idempotency_key,
-        )
+        return self._run(place(previewed.conf_num))
 
     # --- safety ---------------------------------------------------------------------------------------------
 
