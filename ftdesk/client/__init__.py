@@ -7,6 +7,8 @@
         for account in api.list_accounts():
             print(account.acct_num, api.get_balances(account.acct_num).net_worth)
 
+``api.preview_and_place(...)`` previews an equity order, shows it, and places it only if ``confirm(preview)`` says
+True; ``preview_and_place_option`` and ``preview_and_place_multileg`` do the same for option and multi-leg orders.
 ``AsyncClient`` is the same for asyncio. Importing this package never imports Qt, the server or a broker.
 """
 
