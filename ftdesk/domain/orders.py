@@ -262,6 +262,26 @@ class QuoteAtPreview(Record):
     time: str
 
 
+class PreviewLeg(Record):
+    """One leg of a multi-leg preview as the broker understood it, checked against the leg the request sent."""
+
+    symbol: str = Field(description="The leg's option contract symbol, as the broker echoed it.")
+    action: LegAction = Field(
+        description="The leg's action as requested (BO, SO, BC, SC); the broker's echo was checked not to contradict "
+        "it."
+    )
+    qty: int = Field(gt=0, description="Contracts of this leg in the whole order (all spreads), as the broker echoed.")
+    position_intent: PositionIntent = Field(description="open or close, as the leg's action states.")
+    broker_action_code: str | None = Field(
+        default=None, description="The action code the broker echoed back for this leg, verbatim."
+    )
+    broker_action_desc: str | None = Field(
+        default=None,
+        description="What the broker says it understood this leg's action to be, verbatim (e.g. 'Buy to Open'); "
+        "null when the broker's answer gives only a code.",
+    )
+
+
 class OrderPreview(UpstreamRecord):
     """A validated order that can be placed with its conf_num."""
 
@@ -286,6 +306,12 @@ class OrderPreview(UpstreamRecord):
         default=None,
         description="What the broker says it understood the action to be, verbatim (e.g. 'Buy Call', 'Sell Short'); "
         "checked against the request before the preview can be placed.",
+    )
+    legs: list[PreviewLeg] | None = Field(
+        default=None,
+        description="A multi-leg order's legs in the order the request listed them, each as the broker understood "
+        "it (its echoed code and words, verbatim), every one checked against the request before the preview can be "
+        "placed; null for a single-leg order.",
     )
     quote: QuoteAtPreview | None = None
     est_commission: float

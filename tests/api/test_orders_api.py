@@ -234,6 +234,26 @@ async def test_multi_leg_order_needs_the_trade_agreement(service) -> None:
 
     status, preview = await service.call("POST", f"{API}/orders/options/preview", json=spread)
     assert status == 200, preview
+    # Each leg as the broker (paper) understood it, in the order sent, beside the net debit of one spread.
+    assert (preview["data"]["symbol"], preview["data"]["action"], preview["data"]["qty"]) == ("MSFT", "DB", 1)
+    assert preview["data"]["legs"] == [
+        {
+            "symbol": low,
+            "action": "BO",
+            "qty": 1,
+            "position_intent": "open",
+            "broker_action_code": "BO",
+            "broker_action_desc": "Buy to Open",
+        },
+        {
+            "symbol": high,
+            "action": "SO",
+            "qty": 1,
+            "position_intent": "open",
+            "broker_action_code": "SO",
+            "broker_action_desc": "Sell to Open",
+        },
+    ]
     status, placed = await service.call(
         "POST", f"{API}/orders/options/place", json={**spread, "conf_num": preview["data"]["conf_num"]}
     )

@@ -474,6 +474,48 @@ async def test_multileg_legs_carry_price_detail_and_a_contradicted_leg_is_refuse
             await broker.orders.preview_multileg_order(closing)
 
 
+@pytest.mark.parametrize("world", WORLDS)
+async def test_a_multileg_preview_lists_each_leg_as_the_broker_echoed_it_in_the_order_asked(
+    broker: FidelityBroker, fake: FakeFidelity, world: str
+) -> None:
+    fake.orders.world = world
+    order = spread(("QS280121C7", LegAction.BUY_TO_OPEN), ("QS280121C12", LegAction.SELL_TO_OPEN))
+    preview = await broker.orders.preview_multileg_order(order)
+    echoed = ("BC", "SC") if world == CAPTURED else ("BO", "SO")
+    assert preview.legs is not None
+    assert [(leg.symbol, leg.action, leg.qty, leg.position_intent, leg.broker_action_code) for leg in preview.legs] == [
+        ("QS280121C7", LegAction.BUY_TO_OPEN, 1, PositionIntent.OPEN, echoed[0]),
+        ("QS280121C12", LegAction.SELL_TO_OPEN, 1, PositionIntent.OPEN, echoed[1]),
+    ]
+    # The captured answers carry no words per leg: none are made up.
+    assert [leg.broker_action_desc for leg in preview.legs] == [None, None]
+
+    # An answer listing the legs the other way round, in the broker's words, still shows them in the order asked.
+    prices = await broker.orders._leg_prices(order)
+    answer = await broker.orders._order_entry(
+        w.MULTILEG_PREVIEW_URL, w.multileg_body(order, True, prices), "multi-leg order preview"
+    )
+    detail = answer["multiLegOptionResponse"]["orderConfirmDetail"]
+    legs = detail["orderDetail"]["baseOrderDetail"]["optionDetail"]["complexOrderDetails"]
+    legs.reverse()
+    for leg, words in zip(legs, ("Sell to Open", "Buy to Open"), strict=True):
+        leg.update(orderActionCode=words[0] + "O", actionCodeDesc=words, qty=2)
+    reordered = m.map_preview(
+        answer,
+        multileg_intent(order.model_copy(update={"legs": [leg.model_copy(update={"qty": 2}) for leg in order.legs]})),
+    )
+    assert reordered.legs is not None
+    assert [(leg.symbol, leg.qty, leg.broker_action_code, leg.broker_action_desc) for leg in reordered.legs] == [
+        ("QS280121C7", 2, "BO", "Buy to Open"),
+        ("QS280121C12", 2, "SO", "Sell to Open"),
+    ]
+
+
+async def test_a_single_order_preview_lists_no_legs(broker: FidelityBroker) -> None:
+    preview = await broker.orders.preview_equity_order(aapl_buy())
+    assert preview.legs is None
+
+
 async def test_the_fake_rejects_legs_without_price_detail(broker: FidelityBroker, fake: FakeFidelity) -> None:
     body = w.multileg_body(
         spread(("QS280121C7", LegAction.BUY_TO_OPEN), ("QS280121C12", LegAction.SELL_TO_OPEN)), True, [{}, {}]

@@ -33,9 +33,10 @@ from ftdesk.domain.order_actions import (
     ActionKind,
     ActionRow,
     Side,
+    leg_intent,
     rows,
 )
-from ftdesk.domain.orders import PositionIntent
+from ftdesk.domain.orders import LegAction, PositionIntent, PreviewLeg
 
 log = logging.getLogger(__name__)
 
@@ -328,3 +329,25 @@ def check_legs(
             continue
         compare(leg, found, verdict)
     return raise_on(verdict, asked, what, conf_num)
+
+
+def preview_legs(asked: Sequence[Asked], echoed: Sequence[dict[str, Any]]) -> list[PreviewLeg]:
+    """Return each asked leg as the broker echoed it, in the request's order, matched by symbol as ``check_legs``."""
+    by_symbol = {(echo.get("symbol") or "").lstrip("-").upper(): echo for echo in map(echo_of, echoed)}
+    legs: list[PreviewLeg] = []
+    for leg in asked:
+        # check_legs has refused an answer missing a leg; an empty echo would show no broker words, never others'.
+        echo = by_symbol.get(leg.symbol, {})
+        qty = echo.get("qty")
+        action = LegAction(leg.row.public)
+        legs.append(
+            PreviewLeg(
+                symbol=(echo.get("symbol") or leg.symbol).lstrip("-"),
+                action=action,
+                qty=round(qty if qty is not None else leg.qty),
+                position_intent=leg_intent(action),
+                broker_action_code=echo.get("code"),
+                broker_action_desc=echo.get("desc"),
+            )
+        )
+    return legs

@@ -15,7 +15,14 @@ from typing import Any
 
 from ftdesk.brokers.fidelity import values as v
 from ftdesk.brokers.fidelity.http import parse_upstream_detail, raise_for_business_error
-from ftdesk.brokers.fidelity.orders_actions import Asked, ReadBack, check_legs, check_single, read_back
+from ftdesk.brokers.fidelity.orders_actions import (
+    Asked,
+    ReadBack,
+    check_legs,
+    check_single,
+    preview_legs,
+    read_back,
+)
 from ftdesk.brokers.fidelity.values import option_contract
 from ftdesk.domain.errors import BrokerError, OrderRejected
 from ftdesk.domain.order_actions import ActionKind
@@ -261,6 +268,7 @@ def map_confirm(detail: dict[str, Any], intent: Intent, *, what: str = "order pr
         position_intent=intent.position_intent,
         broker_action_code=broker_code,
         broker_action_desc=broker_desc,
+        legs=preview_legs(intent.asked, _complex_legs(order)) if intent.multileg else None,
         quote=quote,
         est_commission=commission,
         est_fees=fees,

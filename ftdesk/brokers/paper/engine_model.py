@@ -104,6 +104,7 @@ WORKING = (OrderStatus.OPEN.value, OrderStatus.PARTIALLY_FILLED.value, OrderStat
 _EQUITY_DESC = MappingProxyType({"B": "Buy", "S": "Sell", "SS": "Sell Short", "BC": "Buy to Cover"})
 _OPTION_DESC = MappingProxyType({"BC": "Buy Call", "SC": "Sell Call", "BP": "Buy Put", "SP": "Sell Put"})
 _NET_DESC = MappingProxyType({"DB": "Net Debit", "CR": "Net Credit", "EV": "Even"})
+_LEG_DESC = MappingProxyType({"BO": "Buy to Open", "SO": "Sell to Open", "BC": "Buy to Close", "SC": "Sell to Close"})
 _NET_WORD = MappingProxyType({"DB": "debit", "CR": "credit", "EV": "even"})
 
 
@@ -124,6 +125,11 @@ class Leg:
     def closing(self) -> bool:
         """True for BC/SC legs (close an existing position)."""
         return self.action in ("BC", "SC")
+
+    @property
+    def action_desc(self) -> str:
+        """The trader's name of the leg's action."""
+        return _LEG_DESC[self.action]
 
 
 @dataclass(frozen=True)

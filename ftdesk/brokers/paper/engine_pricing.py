@@ -30,10 +30,13 @@ from ftdesk.domain.accounts import SecurityType
 from ftdesk.domain.clock import Clock
 from ftdesk.domain.errors import NotFound
 from ftdesk.domain.market import Quote
+from ftdesk.domain.order_actions import leg_intent
 from ftdesk.domain.orders import (
     ConditionalPreview,
     ConditionalType,
+    LegAction,
     OrderPreview,
+    PreviewLeg,
     PriceType,
     QuoteAtPreview,
     TimeInForce,
@@ -209,6 +212,21 @@ class Pricer:
         return warnings
 
 
+def _preview_legs(spec: Spec) -> list[PreviewLeg]:
+    # Paper's own understanding of each leg is its echo, as its action code and words are for a single order.
+    return [
+        PreviewLeg(
+            symbol=leg.symbol,
+            action=LegAction(leg.action),
+            qty=leg.qty,
+            position_intent=leg_intent(LegAction(leg.action)),
+            broker_action_code=leg.action,
+            broker_action_desc=leg.action_desc,
+        )
+        for leg in spec.legs
+    ]
+
+
 def preview_record(conf: str, spec: Spec, priced: Priced) -> OrderPreview:
     """Return the preview the trader sees for a priced order."""
     buy = spec.sign > 0
@@ -229,6 +247,7 @@ def preview_record(conf: str, spec: Spec, priced: Priced) -> OrderPreview:
         position_intent=spec.intent,
         broker_action_code=spec.action,
         broker_action_desc=spec.action_desc,
+        legs=_preview_legs(spec) if spec.kind == MULTI_LEG else None,
         quote=QuoteAtPreview(price=quote.last, bid=quote.bid, ask=quote.ask, time=quote.time) if quote else None,
         est_commission=dollars(priced.commission_cents),
         est_fees=dollars(priced.fees_cents),

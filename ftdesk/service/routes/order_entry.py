@@ -140,6 +140,12 @@ async def preview_multileg_order(call: Call[MultiLegPreviewBody, None]) -> Order
     MULTI_LEG_OPTIONS (POST /orders/trade-agreement); without it the broker answers 422 ORDER_REJECTED
     with `details.reason` TRADE_AGREEMENT_REQUIRED. Returns the `conf_num` to place it with. Journaled.
 
+    The answer names the underlying, the net debit or credit and the number of spreads (`qty`), and lists
+    `legs` in the order the request sent them: each as the broker understood it, its echoed action code and
+    words verbatim (`broker_action_code`, `broker_action_desc`). Every echoed leg was checked against the
+    request before the preview was returned: a leg the broker read with another side, intent, contract or
+    quantity, or a missing leg, is refused with 502 ACTION_MISMATCH and nothing can be placed.
+
     Every field is also accepted in the camelCase of the equity and option bodies (`acctNum`,
     `priceTypeCode`, `netPrice`, `debitCredit`, `tifCode`, `confNum`; on a leg `orderActionCode`,
     `positionIntent`), with the same rules; a field given in both spellings, or an unknown field, is a 422.
