@@ -303,11 +303,11 @@ class AsyncClient:
         debit_credit: str | None = None,
         tif: str = "D",
     ) -> MultiLegPreview:
-        """Preview a multi-leg option order (2 to 4 legs on one underlying); the preview carries the legs sent."""
+        """Preview a multi-leg option order (2 to 4 legs on one underlying); the preview lists each leg."""
         body = multi_leg_body(acct, underlying, legs, price_type, net_price, debit_credit, tif)
         answer = await self.request("POST", "/orders/options/preview", json=body)
-        # The service's answer names only the underlying: the legs are added from the request, unless a later
-        # service echoes them itself (its own account of the legs then wins).
+        # The service lists each leg as the broker understood it, and that wins; the legs sent stand in only for
+        # an older service whose answer named just the underlying.
         return parse_answer(MultiLegPreview, {"legs": body["legs"], **answer} if isinstance(answer, dict) else answer)
 
     async def place_multileg_order(

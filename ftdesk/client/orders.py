@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeAlias
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
-from ftdesk.domain.orders import MultiLegOptionLeg, OrderPreview
+from ftdesk.domain.order_actions import leg_intent
+from ftdesk.domain.orders import LegAction, MultiLegOptionLeg, OrderPreview, PreviewLeg
 
 Show: TypeAlias = Callable[[OrderPreview], None]
 Confirm: TypeAlias = Callable[[OrderPreview], bool | Awaitable[bool]]
@@ -20,9 +21,26 @@ class OptionPreview(OrderPreview):
 class MultiLegPreview(OrderPreview):
     """A multi-leg option order's preview: the service's answer (net price, cost, underlying's quote) and its legs."""
 
-    legs: list[MultiLegOptionLeg] = Field(
-        description="The legs previewed, as this client sent them: the service's answer names only the underlying."
+    legs: list[PreviewLeg] = Field(
+        description="Each leg as the broker understood it, from the service's answer; from a service that does not "
+        "list them, the legs this client sent (with no broker words)."
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _sent_legs_state_their_intent(cls, data: Any) -> Any:
+        # Legs as sent carry only symbol, action and qty; their intent follows from the action.
+        if isinstance(data, dict) and isinstance(data.get("legs"), list):
+            data = {
+                **data,
+                "legs": [
+                    {"position_intent": leg_intent(LegAction(leg["action"])).value, **leg}
+                    if isinstance(leg, dict) and "position_intent" not in leg and leg.get("action") in set(LegAction)
+                    else leg
+                    for leg in data["legs"]
+                ],
+            }
+        return data
 
 
 def _without_none(body: dict[str, Any]) -> dict[str, Any]:
@@ -117,13 +135,18 @@ def _price_words(preview: OrderPreview) -> str:
     }.get(preview.price_type.value, preview.price_type.value)
 
 
+def _broker_words(leg: PreviewLeg) -> str:
+    said = " ".join(word for word in (leg.broker_action_code, leg.broker_action_desc) if word)
+    return f" (broker understood: {said})" if said else ""
+
+
 def _order_lines(preview: OrderPreview) -> tuple[list[str], str]:
     # The order as the broker understood it, and what the preview's quote is a quote of.
     words, price, tif = preview.broker_action_desc or preview.action_desc, _price_words(preview), preview.tif.value
     head = f"Preview {preview.conf_num} for account {preview.acct_num}: "
     if isinstance(preview, MultiLegPreview):
         legs = [
-            f"  leg {number}: {leg.action.name.lower().replace('_', ' ')} {leg.qty} {leg.symbol}"
+            f"  leg {number}: {leg.action.name.lower().replace('_', ' ')} {leg.qty} {leg.symbol}{_broker_words(leg)}"
             for number, leg in enumerate(preview.legs, start=1)
         ]
         net = " net" if preview.price_type.value != "M" else ""

@@ -342,7 +342,7 @@ class Client:
         debit_credit: str | None = None,
         tif: str = "D",
     ) -> MultiLegPreview:
-        """Preview a multi-leg option order (2 to 4 legs on one underlying); the preview carries the legs sent."""
+        """Preview a multi-leg option order (2 to 4 legs on one underlying); the preview lists each leg."""
         return self._run(
             self._async.preview_multileg_order(
                 acct, underlying, legs, price_type, net_price=net_price, debit_credit=debit_credit, tif=tif

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from ftdesk.client import AsyncClient, Client, MultiLegPreview, OptionPreview, TradingDisabledError
+from ftdesk.client import AsyncClient, Client, MultiLegPreview, OptionPreview, TradingDisabledError, describe_preview
 from ftdesk.domain.accounts import AccountType
 from ftdesk.domain.orders import LegAction, MultiLegOptionLeg, OrderPlacement, OrderPreview
 from tests.api.test_orders_api import option_symbols
@@ -50,6 +50,7 @@ async def test_declined_option_previews_place_nothing_and_dry_run_refuses_the_pl
         assert isinstance(shown[1], MultiLegPreview) and [leg.symbol for leg in shown[1].legs] == [
             leg.symbol for leg in legs
         ]
+        assert [leg.broker_action_desc for leg in shown[1].legs] == ["Buy to Open", "Sell to Open"]
         assert len(await journal(api, "preview")) == 2 and await journal(api, "place") == []
         assert await api.get_order_status(acct) == []
 
@@ -111,8 +112,9 @@ async def test_an_accepted_spread_preview_shows_each_leg_and_is_placed_with_its_
         assert isinstance(placed, OrderPlacement)
         printed = capsys.readouterr().out
         assert f"Preview {asked[0]}" in printed and "MSFT 2-leg option order, Net Debit limit 0.05 net" in printed
-        assert f"leg 1: buy to open 1 {legs[0].symbol}" in printed
-        assert f"leg 2: sell to open 1 {legs[1].symbol}" in printed
+        # Each leg with the broker's own code and words for it (paper's, here), from the service's answer.
+        assert f"leg 1: buy to open 1 {legs[0].symbol} (broker understood: BO Buy to Open)" in printed
+        assert f"leg 2: sell to open 1 {legs[1].symbol} (broker understood: SO Sell to Open)" in printed
         assert "underlying MSFT quote: last" in printed and "est. cost" in printed
         (place,) = await journal(api, "place")
         assert place["conf_nums"][0] == asked[0] and place["outcome"] == "accepted"
@@ -158,3 +160,28 @@ async def test_the_sync_client_declines_places_and_refuses_option_orders_alike(s
     assert declined is None and option is not None and spread is not None
     assert sorted(placed) == sorted([option.conf_num, spread.conf_num])
     assert code == "LIVE_TRADING_DISABLED"
+
+
+def test_a_spread_preview_from_a_service_that_lists_no_legs_shows_the_legs_sent_without_broker_words() -> None:
+    answer = {
+        "conf_num": "C1",
+        "acct_num": "X1",
+        "symbol": "MSFT",
+        "action": "DB",
+        "action_desc": "Net Debit",
+        "qty": 1,
+        "price_type": "L",
+        "limit_price": 0.5,
+        "tif": "D",
+        "est_commission": 1.3,
+        "est_cost": 51.3,
+        "est_proceeds": 0,
+    }
+    sent = [
+        {"symbol": "MSFT261218C400", "action": "BO", "qty": 1},
+        {"symbol": "MSFT261218C410", "action": "SO", "qty": 1},
+    ]
+    preview = MultiLegPreview.model_validate({"legs": sent, **answer})
+    described = describe_preview(preview)
+    assert "leg 1: buy to open 1 MSFT261218C400\n" in described
+    assert "leg 2: sell to open 1 MSFT261218C410\n" in described and "broker understood" not in described
