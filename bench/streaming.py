@@ -811,7 +811,7 @@ async def cold_symbols_row(*, warm_up: bool, count: int = 100) -> dict[str, floa
     from pydantic import SecretStr
 
     from ftdesk.app import ServiceRuntime
-    from ftdesk.brokers.paper.market import MarketSimulator
+    from ftdesk.brokers.paper.market.simulator import MarketSimulator
     from ftdesk.brokers.paper.universe import Universe
     from ftdesk.config import load_settings
     from ftdesk.domain.session import Credentials

@@ -35,21 +35,21 @@ from ftdesk.service.context import LiveTradingSwitch, ServiceContext
 from ftdesk.service.control import ServiceControl, ServiceNotRunning
 from ftdesk.service.credentials import CredentialStore
 from ftdesk.service.keys import ApiKeyStore, SecretVault
-from ftdesk.service.loss_watch import LossWatch
-from ftdesk.service.orders_desk import OrderDesk
-from ftdesk.service.orders_journal import JOURNAL_FILE_NAME, OrderJournal
+from ftdesk.service.orders.desk import OrderDesk
+from ftdesk.service.orders.journal import JOURNAL_FILE_NAME, OrderJournal
+from ftdesk.service.push.responses import StreamRegistry
+from ftdesk.service.push.state import StreamingOptions
 from ftdesk.service.routes import route_tables
 from ftdesk.service.routes.app_window import DESKTOP_WINDOW, DesktopWindow
-from ftdesk.service.routing import RouteTable
-from ftdesk.service.safety import SafetyGuard
-from ftdesk.service.safety_reads import BrokerReads
-from ftdesk.service.safety_store import SafetyStore
-from ftdesk.service.safety_sweep import halt_trading
-from ftdesk.service.server import PortInUseError, ServiceServer
+from ftdesk.service.safety.guard import SafetyGuard
+from ftdesk.service.safety.loss_watch import LossWatch
+from ftdesk.service.safety.reads import BrokerReads
+from ftdesk.service.safety.store import SafetyStore
+from ftdesk.service.safety.sweep import halt_trading
 from ftdesk.service.session import SessionManager
-from ftdesk.service.streaming_state import StreamingOptions
-from ftdesk.service.streams import StreamRegistry
-from ftdesk.service.webapp import create_web_app
+from ftdesk.service.web.app import create_web_app
+from ftdesk.service.web.routing import RouteTable
+from ftdesk.service.web.server import PortInUseError, ServiceServer
 from ftdesk.streaming.events import AccountEventHub, first_event_id
 from ftdesk.streaming.hub import QuoteHub
 

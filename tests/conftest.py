@@ -20,8 +20,8 @@ from ftdesk.config import Settings, load_settings
 from ftdesk.domain.clock import Clock
 from ftdesk.logs import SecretRedactor
 from ftdesk.service.context import ServiceContext
-from ftdesk.service.routing import RouteTable
-from ftdesk.service.streaming_state import StreamingOptions
+from ftdesk.service.push.state import StreamingOptions
+from ftdesk.service.web.routing import RouteTable
 from tests.fakes.keyring import InMemoryKeyring
 
 TEST_API_KEY = "test-api-key-0123456789abcdef"

@@ -1,7 +1,7 @@
 """The domain error tree.
 
 Every failure the service reports to a client is one of these. The mapping from error class to
-wire code and HTTP status lives in one place, ``ftdesk.service.errors``; brokers and the service
+wire code and HTTP status lives in one place, ``ftdesk.service.web.errors``; brokers and the service
 raise these and never build HTTP responses themselves.
 """
 

@@ -20,7 +20,7 @@ from ftdesk.domain.accounts import Account, Position
 from ftdesk.domain.clock import TRADING_ZONE, trading_day
 from ftdesk.domain.orders import CancelResult, Order
 from ftdesk.service.context import ServiceContext
-from ftdesk.service.listed_cancels import cancel_listed_order
+from ftdesk.service.orders.listed_cancels import cancel_listed_order
 
 T = TypeVar("T")
 

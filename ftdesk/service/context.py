@@ -10,13 +10,13 @@ from ftdesk.brokers.base import Broker
 from ftdesk.config import Settings
 from ftdesk.domain.clock import Clock
 from ftdesk.service.credentials import CredentialStore
+from ftdesk.service.docs.openapi import OpenApiDocument
 from ftdesk.service.keys import KeySource
-from ftdesk.service.openapi import OpenApiDocument
-from ftdesk.service.orders_desk import OrderDesk
-from ftdesk.service.routing import Endpoint
-from ftdesk.service.safety import SafetyGuard
+from ftdesk.service.orders.desk import OrderDesk
+from ftdesk.service.push.responses import StreamRegistry
+from ftdesk.service.safety.guard import SafetyGuard
 from ftdesk.service.session import SessionManager
-from ftdesk.service.streams import StreamRegistry
+from ftdesk.service.web.routing import Endpoint
 from ftdesk.streaming.events import AccountEventHub
 from ftdesk.streaming.hub import QuoteHub
 

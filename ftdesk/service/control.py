@@ -34,11 +34,11 @@ from ftdesk.logs import SecretRedactor, log_dir
 from ftdesk.service.cockpit_access import CockpitAccess, OrderBook
 from ftdesk.service.context import ServiceContext
 from ftdesk.service.first_run import is_first_start, record_welcome_shown
-from ftdesk.service.orders_journal import JournalEntry
+from ftdesk.service.orders.journal import JournalEntry
 from ftdesk.service.routes.app_window import DesktopWindow
-from ftdesk.service.safety_sweep import halt_trading, resume_trading, safety_state
-from ftdesk.service.server import PortInUseError
+from ftdesk.service.safety.sweep import halt_trading, resume_trading, safety_state
 from ftdesk.service.settings_changes import SaveOutcome, save_changes, validate_setting
+from ftdesk.service.web.server import PortInUseError
 from ftdesk.streaming.events import AccountEventHub
 from ftdesk.streaming.models import ConsumerClosed, HubState
 

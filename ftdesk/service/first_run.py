@@ -13,7 +13,7 @@ from pathlib import Path
 
 from ftdesk.config import SETTINGS_FILE_NAME
 from ftdesk.service.keys import write_private_file
-from ftdesk.service.orders_journal import JOURNAL_FILE_NAME
+from ftdesk.service.orders.journal import JOURNAL_FILE_NAME
 
 WELCOME_MARK_NAME = "welcome-shown"
 WELCOME_MARK_TEXT = (

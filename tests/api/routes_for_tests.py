@@ -8,7 +8,7 @@ from aiohttp import web
 from pydantic import BaseModel, Field
 
 from ftdesk.service.context import CONTEXT
-from ftdesk.service.routing import BodyModel, Call, QueryModel, RouteTable
+from ftdesk.service.web.routing import BodyModel, Call, QueryModel, RouteTable
 
 routes = RouteTable(tag="testing")
 

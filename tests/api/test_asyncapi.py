@@ -18,7 +18,7 @@ import pytest
 from jsonschema import Draft7Validator
 from jsonschema.exceptions import ValidationError
 
-from ftdesk.service.streaming_state import StreamingOptions
+from ftdesk.service.push.state import StreamingOptions
 from tests.api.test_events_api import buy_at_market, individual_account, open_events
 from tests.api.test_streaming_api import SseFrame, SseReader, of_type, open_sse, open_ws, ws_next
 from tests.conftest import RunningService

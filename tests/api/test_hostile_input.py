@@ -17,9 +17,9 @@ from pydantic import BaseModel
 
 from ftdesk.domain.accounts import AccountType
 from ftdesk.service.context import ENDPOINTS
-from ftdesk.service.json_input import MAX_JSON_DEPTH, MAX_JSON_INTEGER
-from ftdesk.service.quote_frames import QuoteJson
-from ftdesk.service.streaming_state import StreamingOptions
+from ftdesk.service.push.quote_frames import QuoteJson
+from ftdesk.service.push.state import StreamingOptions
+from ftdesk.service.web.json_input import MAX_JSON_DEPTH, MAX_JSON_INTEGER
 from ftdesk.streaming.models import QuoteItem
 from tests.api import routes_for_tests
 from tests.api.test_streaming_api import of_type, open_ws, ws_next

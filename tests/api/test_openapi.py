@@ -7,8 +7,8 @@ import re
 import pytest
 from openapi_spec_validator import validate
 
-from ftdesk.service.errors import ERROR_TABLE
 from ftdesk.service.routes import route_tables
+from ftdesk.service.web.errors import ERROR_TABLE
 from tests.api import routes_for_tests
 
 

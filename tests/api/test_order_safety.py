@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from ftdesk.domain.accounts import AccountType
-from ftdesk.service.orders_bodies import EquityPlaceBody, EquityPreviewBody
-from ftdesk.service.orders_journal import JournalAction, JournalDraft, OrderFacts
+from ftdesk.service.orders.bodies import EquityPlaceBody, EquityPreviewBody
+from ftdesk.service.orders.journal import JournalAction, JournalDraft, OrderFacts
 from tests.fakes.clock import ManualClock
 
 API = "/api/v1"

@@ -9,7 +9,7 @@ import pytest
 
 from ftdesk.domain.safety import TradingHalted
 from ftdesk.service.control import ServiceChange
-from ftdesk.service.safety_store import SAFETY_FILE_NAME
+from ftdesk.service.safety.store import SAFETY_FILE_NAME
 from tests.api import safety_rig
 from tests.api.safety_rig import Desk
 

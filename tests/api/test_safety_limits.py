@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from ftdesk.service.loss_watch import LOSS_WATCH_SECONDS
+from ftdesk.service.safety.loss_watch import LOSS_WATCH_SECONDS
 from tests.api import safety_rig
 from tests.api.safety_rig import Desk
 from tests.fakes.waiting import wait_until

@@ -11,7 +11,7 @@ import pytest
 
 from ftdesk.domain.errors import SessionExpired
 from ftdesk.service.routes.common import in_accounts
-from ftdesk.service.routing import Call, RouteTable
+from ftdesk.service.web.routing import Call, RouteTable
 from tests.fakes.clock import ManualClock
 
 TOTP_SECRET = "JBSWY3DPEHPK3PXPJBSWY3DPEHPK3PXP"

@@ -15,9 +15,9 @@ import pytest
 from ftdesk.app import ServiceRuntime
 from ftdesk.domain.clock import SystemClock
 from ftdesk.logs import SecretRedactor
-from ftdesk.service.quote_frames import MAX_STREAM_SYMBOLS
+from ftdesk.service.push.quote_frames import MAX_STREAM_SYMBOLS
+from ftdesk.service.push.state import StreamingOptions
 from ftdesk.service.routes.streaming_ws import WS_QUOTES_ALIAS, WS_QUOTES_PATH
-from ftdesk.service.streaming_state import StreamingOptions
 from ftdesk.streaming.models import ConsumerStatus
 from tests.conftest import TEST_API_KEY, RunningService
 from tests.fakes.quote_feed import FakeQuoteFeed

@@ -12,10 +12,10 @@ from ftdesk.client import AsyncClient, Client, models
 from ftdesk.client.discovery import API_KEY_ENTRY, KEYCHAIN_SERVICE
 from ftdesk.client.errors import ERROR_FAMILIES
 from ftdesk.service import keys
-from ftdesk.service.errors import ERROR_TABLE
 from ftdesk.service.routes.health import Health
 from ftdesk.service.routes.market_data import QuotesAnswer
 from ftdesk.service.session import SessionStatus
+from ftdesk.service.web.errors import ERROR_TABLE
 
 FORBIDDEN = ("PySide6", "qasync", "ftdesk.service", "ftdesk.brokers", "ftdesk.gui", "ftdesk.streaming", "ftdesk.app")
 

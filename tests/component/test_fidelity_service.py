@@ -16,7 +16,7 @@ from typing import Any
 import pyotp
 import pytest
 
-from ftdesk.service.streaming_state import StreamingOptions
+from ftdesk.service.push.state import StreamingOptions
 from tests.api.test_streaming_api import SseFrame, SseReader
 from tests.conftest import RunningService
 from tests.fakes import fidelity_payloads as payloads

@@ -18,7 +18,7 @@ import pytest
 from multidict import CIMultiDictProxy
 
 from ftdesk.brokers.fidelity.broker import FidelityBroker
-from ftdesk.service.streaming_state import StreamingOptions
+from ftdesk.service.push.state import StreamingOptions
 from tests.component.test_fidelity_politeness import WatchedClock
 from tests.component.test_fidelity_service import open_sse
 from tests.conftest import RunningService

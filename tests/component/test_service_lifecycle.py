@@ -28,8 +28,8 @@ from ftdesk.domain.session import Credentials, SessionState
 from ftdesk.logs import SecretRedactor
 from ftdesk.service.credentials import CredentialStore
 from ftdesk.service.keys import API_KEY_FILE_NAME, KeySource, SecretVault
-from ftdesk.service.orders_journal import JOURNAL_FILE_NAME
-from ftdesk.service.server import PortInUseError
+from ftdesk.service.orders.journal import JOURNAL_FILE_NAME
+from ftdesk.service.web.server import PortInUseError
 from tests.component.processes import port_is_free
 from tests.conftest import TEST_API_KEY
 from tests.fakes.keyring import InMemoryKeyring

@@ -7,9 +7,9 @@ from typing import Any
 
 from aiohttp import web
 
-from ftdesk.service.openapi import build_openapi
+from ftdesk.service.docs.openapi import build_openapi
 from ftdesk.service.routes import route_tables
-from ftdesk.service.routing import add_routes
+from ftdesk.service.web.routing import add_routes
 
 Schema = dict[str, Any]
 

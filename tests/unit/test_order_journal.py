@@ -12,8 +12,8 @@ import pytest
 
 from ftdesk.domain import errors as e
 from ftdesk.domain.orders import OrderPlacement, OrderStatus
-from ftdesk.service.orders_desk import OrderDesk, OrderTicket
-from ftdesk.service.orders_journal import (
+from ftdesk.service.orders.desk import OrderDesk, OrderTicket
+from ftdesk.service.orders.journal import (
     JOURNAL_FILE_NAME,
     JournalAction,
     JournalDraft,
@@ -22,7 +22,7 @@ from ftdesk.service.orders_journal import (
     Outcome,
     StoredResponse,
 )
-from ftdesk.service.orders_previews import OrderKind
+from ftdesk.service.orders.previews import OrderKind
 from tests.fakes.clock import ManualClock
 
 PLACE = "POST /api/v1/orders/equity/place"

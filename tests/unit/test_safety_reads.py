@@ -7,7 +7,7 @@ from datetime import UTC, date, datetime
 from typing import Any
 
 from ftdesk.domain.accounts import ClosedPosition, Position
-from ftdesk.service.safety_reads import BrokerReads
+from ftdesk.service.safety.reads import BrokerReads
 from tests.fakes.clock import ManualClock
 
 ACCT = "X1"

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from ftdesk.domain.safety import HaltState, LiveSwitchChange
-from ftdesk.service.orders_journal import OrderJournal
-from ftdesk.service.safety import SafetyGuard
-from ftdesk.service.safety_store import SAFETY_FILE_NAME, SafetyRecord, SafetyStore
+from ftdesk.service.orders.journal import OrderJournal
+from ftdesk.service.safety.guard import SafetyGuard
+from ftdesk.service.safety.store import SAFETY_FILE_NAME, SafetyRecord, SafetyStore
 from tests.fakes.clock import ManualClock
 
 NOW = datetime(2026, 11, 25, 15, 30, tzinfo=UTC)

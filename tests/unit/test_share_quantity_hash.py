@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 
-from ftdesk.service.orders_bodies import EquityPlaceBody
+from ftdesk.service.orders.bodies import EquityPlaceBody
 
 BODY = {"acctNum": "A1", "symbol": "AAPL", "orderActionCode": "B", "priceTypeCode": "M", "confNum": "X1"}
 

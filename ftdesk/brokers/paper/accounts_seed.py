@@ -24,9 +24,9 @@ from decimal import Decimal
 from typing import Protocol
 
 from ftdesk.brokers.paper.calendar import new_york_datetime
-from ftdesk.brokers.paper.ledger_money import cents, price_of, sell_fees_cents, trade_date
-from ftdesk.brokers.paper.ledger_risk import Exposure
-from ftdesk.brokers.paper.ledger_types import Fill
+from ftdesk.brokers.paper.ledger.money import cents, price_of, sell_fees_cents, trade_date
+from ftdesk.brokers.paper.ledger.risk import Exposure
+from ftdesk.brokers.paper.ledger.types import Fill
 from ftdesk.brokers.paper.options import format_option_symbol
 from ftdesk.brokers.paper.ports import MarketView
 from ftdesk.domain.accounts import AccountType, OptionContract, OptionType

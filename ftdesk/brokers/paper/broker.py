@@ -20,8 +20,8 @@ from pathlib import Path
 from ftdesk.brokers.paper.alerts import ALERTS_SCHEMA, PriceAlerts
 from ftdesk.brokers.paper.config import PaperConfig
 from ftdesk.brokers.paper.dividends import DividendSchedule
-from ftdesk.brokers.paper.engine import OrderEngine
-from ftdesk.brokers.paper.engine_model import ENGINE_SCHEMA
+from ftdesk.brokers.paper.engine.engine import OrderEngine
+from ftdesk.brokers.paper.engine.model import ENGINE_SCHEMA
 from ftdesk.brokers.paper.feeds import EventBus, PaperAccountEventFeed, PaperQuoteFeed
 from ftdesk.brokers.paper.groups import (
     PaperAccountsApi,
@@ -31,8 +31,8 @@ from ftdesk.brokers.paper.groups import (
     PaperSessionApi,
     PaperUserDataApi,
 )
-from ftdesk.brokers.paper.ledger import LEDGER_SCHEMA, Ledger
-from ftdesk.brokers.paper.market import MarketSimulator
+from ftdesk.brokers.paper.ledger.ledger import LEDGER_SCHEMA, Ledger
+from ftdesk.brokers.paper.market.simulator import MarketSimulator
 from ftdesk.brokers.paper.ports import Instrument
 from ftdesk.brokers.paper.research import PaperResearch
 from ftdesk.brokers.paper.session import PaperSession

@@ -20,9 +20,9 @@ from datetime import date, timedelta
 from decimal import ROUND_HALF_UP, Decimal
 
 from ftdesk.brokers.paper.calendar import is_trading_day
-from ftdesk.brokers.paper.ledger_income import Dividend
-from ftdesk.brokers.paper.ledger_money import PRICE_PLACES
-from ftdesk.brokers.paper.market_random import stable_uniform
+from ftdesk.brokers.paper.ledger.income import Dividend
+from ftdesk.brokers.paper.ledger.money import PRICE_PLACES
+from ftdesk.brokers.paper.market.randomness import stable_uniform
 from ftdesk.brokers.paper.universe import Security, Universe
 
 PAY_DELAY_MIN_DAYS = 14

@@ -10,10 +10,10 @@ from datetime import date
 
 from ftdesk.brokers.paper.alerts import PriceAlerts
 from ftdesk.brokers.paper.calendar import holiday_calendar, to_new_york
-from ftdesk.brokers.paper.engine import OrderEngine
+from ftdesk.brokers.paper.engine.engine import OrderEngine
 from ftdesk.brokers.paper.feeds import PaperQuoteFeed
-from ftdesk.brokers.paper.ledger import Ledger
-from ftdesk.brokers.paper.market import MarketSimulator
+from ftdesk.brokers.paper.ledger.ledger import Ledger
+from ftdesk.brokers.paper.market.simulator import MarketSimulator
 from ftdesk.brokers.paper.research import PaperResearch
 from ftdesk.brokers.paper.session import PaperSession
 from ftdesk.brokers.paper.userdata import UserData

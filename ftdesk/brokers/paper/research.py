@@ -17,11 +17,11 @@ from datetime import date, datetime, timedelta
 
 from ftdesk.brokers.paper.calendar import is_trading_day, new_york_datetime
 from ftdesk.brokers.paper.dividends import DividendSchedule
-from ftdesk.brokers.paper.ledger_money import trade_date
-from ftdesk.brokers.paper.market import MarketSimulator
-from ftdesk.brokers.paper.market_listings import expiration_time
-from ftdesk.brokers.paper.market_options import RISK_FREE_RATE, SECONDS_PER_YEAR
-from ftdesk.brokers.paper.market_random import stable_normal, stable_uniform
+from ftdesk.brokers.paper.ledger.money import trade_date
+from ftdesk.brokers.paper.market.listings import expiration_time
+from ftdesk.brokers.paper.market.option_prices import RISK_FREE_RATE, SECONDS_PER_YEAR
+from ftdesk.brokers.paper.market.randomness import stable_normal, stable_uniform
+from ftdesk.brokers.paper.market.simulator import MarketSimulator
 from ftdesk.brokers.paper.options import parse_option_symbol
 from ftdesk.brokers.paper.pricing import DAYS_PER_YEAR, bs_price, bs_price_and_greeks, intrinsic_value
 from ftdesk.brokers.paper.universe import Security, Universe

@@ -21,7 +21,7 @@ from ftdesk.service.routes import (
     streaming_ws,
     watchlists,
 )
-from ftdesk.service.routing import RouteTable
+from ftdesk.service.web.routing import RouteTable
 
 
 def route_tables() -> list[RouteTable]:

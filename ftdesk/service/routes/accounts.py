@@ -28,9 +28,9 @@ from ftdesk.domain.accounts import (
     ShortInsightSeries,
     Transaction,
 )
-from ftdesk.service.cache_headers import REUSED_ACCOUNT_READ_OPENAPI
+from ftdesk.service.docs.cache_headers import REUSED_ACCOUNT_READ_OPENAPI
 from ftdesk.service.routes.common import DateRangeQuery, IsoDate, SymbolsQuery, in_accounts, path_symbol
-from ftdesk.service.routing import Call, RouteTable
+from ftdesk.service.web.routing import Call, RouteTable
 
 routes = RouteTable(tag="accounts")
 

@@ -13,7 +13,7 @@ from ftdesk.domain.user_data import (
     TriggerDirection,
 )
 from ftdesk.service.routes.common import Symbol, in_user_data
-from ftdesk.service.routing import BodyModel, Call, RouteTable
+from ftdesk.service.web.routing import BodyModel, Call, RouteTable
 
 routes = RouteTable(tag="alerts")
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from aiohttp import web
 from pydantic import BaseModel, Field
 
-from ftdesk.service.routing import Call, RouteTable
+from ftdesk.service.web.routing import Call, RouteTable
 
 routes = RouteTable(tag="app")
 

@@ -14,8 +14,8 @@ from pydantic import BaseModel, Field, SecretStr
 from ftdesk.domain import errors as e
 from ftdesk.domain.session import Credentials
 from ftdesk.service.routes.common import context
-from ftdesk.service.routing import BodyModel, Call, RouteTable
 from ftdesk.service.session import SessionStatus
+from ftdesk.service.web.routing import BodyModel, Call, RouteTable
 
 routes = RouteTable(tag="auth")
 

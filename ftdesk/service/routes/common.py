@@ -25,7 +25,7 @@ from ftdesk.brokers.base import QuoteFeed
 from ftdesk.brokers.capabilities import AccountsApi, MarketDataApi, OrdersApi, ResearchApi, UserDataApi
 from ftdesk.domain import errors as e
 from ftdesk.service.context import CONTEXT, ServiceContext
-from ftdesk.service.routing import Call, QueryModel
+from ftdesk.service.web.routing import Call, QueryModel
 
 T = TypeVar("T")
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pydantic import BaseModel, Field
 
 from ftdesk.service.context import CONTEXT
-from ftdesk.service.routing import Call, RouteTable
+from ftdesk.service.web.routing import Call, RouteTable
 
 routes = RouteTable(tag="health")
 

@@ -23,7 +23,7 @@ from ftdesk.domain.market import (
     Quote,
     TimeAndSales,
 )
-from ftdesk.service.cache_headers import cached_read_openapi
+from ftdesk.service.docs.cache_headers import cached_read_openapi
 from ftdesk.service.routes.common import (
     DateRangeQuery,
     IsoDate,
@@ -34,7 +34,7 @@ from ftdesk.service.routes.common import (
     path_symbol,
     upper_symbol,
 )
-from ftdesk.service.routing import Call, QueryBool, QueryModel, RouteTable
+from ftdesk.service.web.routing import Call, QueryBool, QueryModel, RouteTable
 
 routes = RouteTable(tag="market-data")
 

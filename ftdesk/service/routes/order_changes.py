@@ -18,15 +18,15 @@ from ftdesk.domain.orders import (
     OrderPlacement,
     OrderPreview,
 )
-from ftdesk.service.orders_bodies import (
+from ftdesk.service.orders.bodies import (
     CancelBody,
     ConditionalReplacePlaceBody,
     ConditionalReplacePreviewBody,
     ReplacePlaceBody,
     ReplacePreviewBody,
 )
-from ftdesk.service.orders_journal import JournalAction
-from ftdesk.service.orders_previews import OrderKind
+from ftdesk.service.orders.journal import JournalAction
+from ftdesk.service.orders.previews import OrderKind
 from ftdesk.service.routes.common import context, in_orders
 from ftdesk.service.routes.order_tickets import (
     PLACE_ERRORS,
@@ -39,7 +39,7 @@ from ftdesk.service.routes.order_tickets import (
     place_rules,
     preview,
 )
-from ftdesk.service.routing import Call, RouteTable
+from ftdesk.service.web.routing import Call, RouteTable
 
 routes = RouteTable(tag="orders")
 

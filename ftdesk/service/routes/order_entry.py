@@ -13,7 +13,7 @@ from ftdesk.domain.orders import (
     OrderPlacement,
     OrderPreview,
 )
-from ftdesk.service.orders_bodies import (
+from ftdesk.service.orders.bodies import (
     ConditionalPlaceBody,
     ConditionalPreviewBody,
     EquityPlaceBody,
@@ -23,7 +23,7 @@ from ftdesk.service.orders_bodies import (
     OptionPlaceBody,
     OptionPreviewBody,
 )
-from ftdesk.service.orders_previews import OrderKind
+from ftdesk.service.orders.previews import OrderKind
 from ftdesk.service.routes.order_tickets import (
     PLACE_ERRORS,
     PLACE_OPENAPI,
@@ -33,7 +33,7 @@ from ftdesk.service.routes.order_tickets import (
     place_rules,
     preview,
 )
-from ftdesk.service.routing import Call, RouteTable
+from ftdesk.service.web.routing import Call, RouteTable
 
 routes = RouteTable(tag="orders")
 

@@ -31,12 +31,12 @@ from aiohttp import web
 from ftdesk.domain import errors as e
 from ftdesk.domain.orders import OrderPlacement
 from ftdesk.domain.safety import RiskLimitExceeded, TradingHalted
-from ftdesk.service.orders_bodies import OrderBodyMixin
-from ftdesk.service.orders_desk import Operation, OrderTicket, P
-from ftdesk.service.orders_journal import JournalAction
-from ftdesk.service.orders_previews import OrderKind
+from ftdesk.service.orders.bodies import OrderBodyMixin
+from ftdesk.service.orders.desk import Operation, OrderTicket, P
+from ftdesk.service.orders.journal import JournalAction
+from ftdesk.service.orders.previews import OrderKind
 from ftdesk.service.routes.common import context, in_orders
-from ftdesk.service.routing import Call
+from ftdesk.service.web.routing import Call
 
 H = TypeVar("H", bound=Callable[..., Any])
 

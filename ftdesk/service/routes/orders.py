@@ -15,16 +15,16 @@ from ftdesk.domain.orders import (
     StagedOrderResult,
     TradeAgreementResult,
 )
-from ftdesk.service.cache_headers import REUSED_ACCOUNT_READ_OPENAPI
-from ftdesk.service.orders_bodies import (
+from ftdesk.service.docs.cache_headers import REUSED_ACCOUNT_READ_OPENAPI
+from ftdesk.service.orders.bodies import (
     AcctNum,
     StagedSaveBody,
     TradeAgreementBody,
 )
-from ftdesk.service.orders_journal import JournalEntry
+from ftdesk.service.orders.journal import JournalEntry
 from ftdesk.service.routes.common import DateRangeQuery, context, in_orders
 from ftdesk.service.routes.order_tickets import path_id
-from ftdesk.service.routing import Call, QueryModel, RouteTable
+from ftdesk.service.web.routing import Call, QueryModel, RouteTable
 
 routes = RouteTable(tag="orders")
 

@@ -8,7 +8,7 @@ from pydantic import Field, StringConstraints
 from pydantic.config import JsonDict
 
 from ftdesk.service.routes.common import in_user_data
-from ftdesk.service.routing import BodyModel, Call, QueryModel, RouteTable
+from ftdesk.service.web.routing import BodyModel, Call, QueryModel, RouteTable
 
 routes = RouteTable(tag="preferences")
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 from pydantic import Field
 
 from ftdesk.domain.user_data import Holiday
-from ftdesk.service.cache_headers import cached_read_openapi
+from ftdesk.service.docs.cache_headers import cached_read_openapi
 from ftdesk.service.routes.common import in_market_data
-from ftdesk.service.routing import Call, QueryModel, RouteTable
+from ftdesk.service.web.routing import Call, QueryModel, RouteTable
 
 routes = RouteTable(tag="reference")
 

@@ -22,9 +22,9 @@ from ftdesk.domain.research import (
     ScanDefinition,
     ScreenerResult,
 )
-from ftdesk.service.cache_headers import cached_read_openapi
+from ftdesk.service.docs.cache_headers import cached_read_openapi
 from ftdesk.service.routes.common import Symbol, SymbolsQuery, in_research, upper_symbol
-from ftdesk.service.routing import BodyModel, Call, QueryModel, RouteTable
+from ftdesk.service.web.routing import BodyModel, Call, QueryModel, RouteTable
 
 routes = RouteTable(tag="research")
 

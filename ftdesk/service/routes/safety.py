@@ -11,8 +11,8 @@ from pydantic import Field
 from ftdesk.domain.base import Record
 from ftdesk.domain.safety import HaltOutcome, HaltState, LimitUsage, RiskLimits, SafetyState
 from ftdesk.service.routes.common import context
-from ftdesk.service.routing import BodyModel, Call, RouteTable, read_json_body, validate_json
-from ftdesk.service.safety_sweep import halt_trading, resume_trading, safety_state
+from ftdesk.service.safety.sweep import halt_trading, resume_trading, safety_state
+from ftdesk.service.web.routing import BodyModel, Call, RouteTable, read_json_body, validate_json
 
 routes = RouteTable(tag="safety")
 

@@ -21,16 +21,7 @@ from ftdesk.domain import errors as e
 from ftdesk.domain.event_names import UPSTREAM_EVENTS
 from ftdesk.domain.events import AccountEvent
 from ftdesk.domain.market import OrderBook, Quote
-from ftdesk.service.quote_frames import (
-    MAX_STREAM_SYMBOLS,
-    SYMBOL_UNAVAILABLE,
-    QuoteJson,
-    stream_state,
-    with_books,
-)
-from ftdesk.service.routes.common import Symbol, context
-from ftdesk.service.routing import Call, QueryBool, QueryModel, RouteTable
-from ftdesk.service.stream_frames import (
+from ftdesk.service.push.frames import (
     HEARTBEAT,
     HEARTBEAT_EVENT,
     SSE_EXTENSION,
@@ -39,7 +30,16 @@ from ftdesk.service.stream_frames import (
     StreamState,
     SymbolUnavailable,
 )
-from ftdesk.service.streaming_state import DEFAULT_HEARTBEAT_SECONDS, STREAMING, SharedQuotes
+from ftdesk.service.push.quote_frames import (
+    MAX_STREAM_SYMBOLS,
+    SYMBOL_UNAVAILABLE,
+    QuoteJson,
+    stream_state,
+    with_books,
+)
+from ftdesk.service.push.state import DEFAULT_HEARTBEAT_SECONDS, STREAMING, SharedQuotes
+from ftdesk.service.routes.common import Symbol, context
+from ftdesk.service.web.routing import Call, QueryBool, QueryModel, RouteTable
 from ftdesk.streaming.consumer import QuoteConsumer, normalize_symbols
 from ftdesk.streaming.events import EVENT_STATE_DESCRIPTIONS, AccountEventHub, EventConsumer, Replay
 from ftdesk.streaming.hub import QuoteHub

@@ -7,10 +7,10 @@ from typing import Annotated
 from pydantic import BaseModel, Field
 
 from ftdesk.domain import errors as e
-from ftdesk.service.quote_frames import MAX_STREAM_SYMBOLS
+from ftdesk.service.push.quote_frames import MAX_STREAM_SYMBOLS
+from ftdesk.service.push.state import STREAMING, SubscribeResult, UnsubscribeResult
 from ftdesk.service.routes.common import Symbol, context
-from ftdesk.service.routing import BodyModel, Call, RouteTable
-from ftdesk.service.streaming_state import STREAMING, SubscribeResult, UnsubscribeResult
+from ftdesk.service.web.routing import BodyModel, Call, RouteTable
 from ftdesk.streaming.events import EventHubStatus
 from ftdesk.streaming.models import QuoteHubStatus, SymbolSubscription
 

@@ -19,9 +19,8 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from ftdesk.brokers.base import book_key
 from ftdesk.domain import errors as e
-from ftdesk.service.errors import spec_for
-from ftdesk.service.json_input import MAX_JSON_DEPTH, MAX_WS_MESSAGE_BYTES, parse_json
-from ftdesk.service.quote_frames import (
+from ftdesk.service.push.frames import FieldProblem, WsAckFrame, WsPongFrame, WsRequestErrorFrame
+from ftdesk.service.push.quote_frames import (
     MAX_STREAM_SYMBOLS,
     SYMBOL_UNAVAILABLE,
     QuoteJson,
@@ -30,10 +29,11 @@ from ftdesk.service.quote_frames import (
     stream_state,
     with_books,
 )
+from ftdesk.service.push.state import DEFAULT_HEARTBEAT_SECONDS, STREAMING, StreamingState
 from ftdesk.service.routes.common import Symbol, context
-from ftdesk.service.routing import Call, RouteTable, validate_json
-from ftdesk.service.stream_frames import FieldProblem, WsAckFrame, WsPongFrame, WsRequestErrorFrame
-from ftdesk.service.streaming_state import DEFAULT_HEARTBEAT_SECONDS, STREAMING, StreamingState
+from ftdesk.service.web.errors import spec_for
+from ftdesk.service.web.json_input import MAX_JSON_DEPTH, MAX_WS_MESSAGE_BYTES, parse_json
+from ftdesk.service.web.routing import Call, RouteTable, validate_json
 from ftdesk.streaming.consumer import QuoteConsumer, normalize_symbols
 from ftdesk.streaming.hub import QuoteHub
 from ftdesk.streaming.models import ConsumerClosed, QuoteItem

@@ -7,7 +7,7 @@ from pydantic import Field
 from ftdesk.domain import errors as e
 from ftdesk.domain.user_data import Watchlist, WatchlistDraft
 from ftdesk.service.routes.common import Symbol, in_user_data
-from ftdesk.service.routing import BodyModel, Call, RouteTable
+from ftdesk.service.web.routing import BodyModel, Call, RouteTable
 
 routes = RouteTable(tag="watchlists")
 

@@ -35,8 +35,8 @@ from ftdesk.domain.orders import (
     PositionIntent,
     PriceType,
 )
-from ftdesk.service.order_legs import MultiLegLegBody
-from ftdesk.service.orders_bodies import OptionPreviewBody
+from ftdesk.service.orders.bodies import OptionPreviewBody
+from ftdesk.service.orders.legs import MultiLegLegBody
 from tests.fakes import fidelity_orders_payloads as op
 
 OPEN, CLOSE = PositionIntent.OPEN, PositionIntent.CLOSE

@@ -11,9 +11,9 @@ import pytest
 
 from ftdesk.brokers.paper.calendar import is_trading_day, new_york_datetime
 from ftdesk.brokers.paper.dividends import DividendSchedule
-from ftdesk.brokers.paper.ledger import LEDGER_SCHEMA, Ledger
-from ftdesk.brokers.paper.ledger_types import Fill
-from ftdesk.brokers.paper.market import MarketSimulator
+from ftdesk.brokers.paper.ledger.ledger import LEDGER_SCHEMA, Ledger
+from ftdesk.brokers.paper.ledger.types import Fill
+from ftdesk.brokers.paper.market.simulator import MarketSimulator
 from ftdesk.brokers.paper.research import PaperResearch
 from ftdesk.brokers.paper.store import PaperStore
 from ftdesk.brokers.paper.universe import Universe

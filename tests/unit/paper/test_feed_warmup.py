@@ -10,7 +10,7 @@ import pytest
 
 from ftdesk.brokers.base import QuoteFeedMessage
 from ftdesk.brokers.paper.feeds import PaperQuoteFeed
-from ftdesk.brokers.paper.market import MarketSimulator
+from ftdesk.brokers.paper.market.simulator import MarketSimulator
 from ftdesk.brokers.paper.universe import Universe
 from ftdesk.domain.market import Quote
 from tests.fakes.clock import ManualClock

@@ -14,14 +14,14 @@ import pytest
 
 from ftdesk.brokers.paper.calendar import new_york_datetime
 from ftdesk.brokers.paper.dividends import DividendSchedule
-from ftdesk.brokers.paper.engine import OrderEngine
-from ftdesk.brokers.paper.engine_model import ENGINE_SCHEMA
-from ftdesk.brokers.paper.ledger import LEDGER_SCHEMA, Ledger
-from ftdesk.brokers.paper.ledger_income import Dividend, DividendSource
-from ftdesk.brokers.paper.ledger_money import sell_fees_cents
-from ftdesk.brokers.paper.ledger_types import Fill
-from ftdesk.brokers.paper.market import MarketSimulator
-from ftdesk.brokers.paper.market_listings import expiration_time
+from ftdesk.brokers.paper.engine.engine import OrderEngine
+from ftdesk.brokers.paper.engine.model import ENGINE_SCHEMA
+from ftdesk.brokers.paper.ledger.income import Dividend, DividendSource
+from ftdesk.brokers.paper.ledger.ledger import LEDGER_SCHEMA, Ledger
+from ftdesk.brokers.paper.ledger.money import sell_fees_cents
+from ftdesk.brokers.paper.ledger.types import Fill
+from ftdesk.brokers.paper.market.listings import expiration_time
+from ftdesk.brokers.paper.market.simulator import MarketSimulator
 from ftdesk.brokers.paper.options import format_option_symbol
 from ftdesk.brokers.paper.store import PaperStore
 from ftdesk.brokers.paper.universe import Universe

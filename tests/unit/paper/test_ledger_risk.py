@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import date
 from decimal import Decimal
 
-from ftdesk.brokers.paper.ledger_risk import Holding, option_cover
+from ftdesk.brokers.paper.ledger.risk import Holding, option_cover
 from ftdesk.brokers.paper.ports import Instrument
 from ftdesk.domain.accounts import OptionContract, OptionType, SecurityType
 

@@ -10,11 +10,11 @@ from datetime import UTC, date, datetime, timedelta
 import pytest
 
 from ftdesk.brokers.paper.calendar import to_new_york
-from ftdesk.brokers.paper.market import MarketSimulator
-from ftdesk.brokers.paper.market_depth import TIME_AND_SALES_CAP
-from ftdesk.brokers.paper.market_listings import expiration_time
-from ftdesk.brokers.paper.market_options import OPTION_MULTIPLIER, RISK_FREE_RATE, SECONDS_PER_YEAR
-from ftdesk.brokers.paper.market_short import SHORT_INSIGHT_METRICS
+from ftdesk.brokers.paper.market.depth import TIME_AND_SALES_CAP
+from ftdesk.brokers.paper.market.listings import expiration_time
+from ftdesk.brokers.paper.market.option_prices import OPTION_MULTIPLIER, RISK_FREE_RATE, SECONDS_PER_YEAR
+from ftdesk.brokers.paper.market.short import SHORT_INSIGHT_METRICS
+from ftdesk.brokers.paper.market.simulator import MarketSimulator
 from ftdesk.brokers.paper.options import parse_option_symbol
 from ftdesk.brokers.paper.ports import MarketView
 from ftdesk.brokers.paper.universe import Universe

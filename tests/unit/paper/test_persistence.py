@@ -94,7 +94,7 @@ _KILLED_FILL = """
 import sys
 from pathlib import Path
 
-from ftdesk.brokers.paper.ledger_lots import Lots
+from ftdesk.brokers.paper.ledger.lots import Lots
 from ftdesk.domain.orders import EquityOrder
 from tests.fakes.clock import ManualClock
 from tests.unit.paper.test_ledger import World, scripted_market

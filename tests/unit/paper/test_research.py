@@ -8,7 +8,7 @@ from datetime import UTC, date, datetime
 
 import pytest
 
-from ftdesk.brokers.paper.market import MarketSimulator
+from ftdesk.brokers.paper.market.simulator import MarketSimulator
 from ftdesk.brokers.paper.research import SCREENER_FIELDS, PaperResearch, realized_volatility
 from ftdesk.brokers.paper.universe import Universe
 from ftdesk.domain.accounts import OptionType

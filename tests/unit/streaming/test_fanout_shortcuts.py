@@ -9,7 +9,7 @@ import asyncio
 import json
 
 from ftdesk.domain.market import Quote
-from ftdesk.service.quote_frames import QuoteJson
+from ftdesk.service.push.quote_frames import QuoteJson
 from ftdesk.streaming.models import QuoteError
 from tests.unit.streaming.conftest import MakeRig
 from tests.unit.streaming.helpers import prices, settle

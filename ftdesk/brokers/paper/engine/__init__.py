@@ -1,0 +1,1 @@
+"""The paper order engine: previews, places, fills, conditional links and stored orders."""

@@ -1,0 +1,1 @@
+"""The paper ledger: accounts, cash, positions, lots and income, in SQLite."""

@@ -1,0 +1,365 @@
+"""The paper ledger's rows and what they are worth: accounts, transactions, lots, positions, exposure, balances.
+
+Cash is the sum of the transactions; a position is the sum of its open lots; balances and buying
+power follow from those and the market (rules in ``ledger.risk``), less what working orders hold
+back (the order engine's ``CommitmentSource``).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from datetime import date, timedelta
+from decimal import Decimal
+
+from ftdesk.brokers.paper.ledger.money import cents, dollars, pct, price_of, trade_date
+from ftdesk.brokers.paper.ledger.outbox import Outbox
+from ftdesk.brokers.paper.ledger.risk import Exposure, Holding, exposure
+from ftdesk.brokers.paper.ledger.types import AccountRules, Commitment, CommitmentSource
+from ftdesk.brokers.paper.options import parse_option_symbol
+from ftdesk.brokers.paper.ports import EventSink, Instrument, MarketView
+from ftdesk.brokers.paper.quantities import ZERO, shares, stored
+from ftdesk.brokers.paper.store import PaperStore
+from ftdesk.brokers.paper.userdata import iso_time
+from ftdesk.domain.accounts import AccountType, Balance, OptionContract, SecurityType
+from ftdesk.domain.clock import Clock
+from ftdesk.domain.errors import NotFound
+from ftdesk.domain.events import EventType, account_event
+
+
+@dataclass(frozen=True)
+class Pos:
+    """A position priced at the market: its lots summed, with the last and previous close prices."""
+
+    symbol: str
+    quantity: Decimal
+    basis_cents: int
+    multiplier: int
+    instrument: Instrument
+    last: Decimal
+    prev_close: Decimal
+
+    @property
+    def market_value_cents(self) -> int:
+        """Return the market value in cents."""
+        return cents(self.last * self.quantity * self.multiplier)
+
+    @property
+    def holding(self) -> Holding:
+        """Return the position as the risk rules see it."""
+        return Holding(self.symbol, self.quantity, self.last, self.instrument)
+
+
+class Book:
+    """The ledger's rows and what they are worth: accounts, transactions, lots, positions, exposure, balances."""
+
+    def __init__(self, store: PaperStore, market: MarketView, clock: Clock, events: EventSink, outbox: Outbox) -> None:
+        self._store = store
+        self._market = market
+        self._clock = clock
+        self._events = events
+        self.outbox = outbox
+        self.commitments: CommitmentSource = lambda _acct: Commitment()
+
+    def account_row(self, conn: sqlite3.Connection, acct_num: str) -> sqlite3.Row:
+        """Return an account's row; NotFound for an unknown account."""
+        row: sqlite3.Row | None = conn.execute(
+            "SELECT * FROM paper_accounts WHERE acct_num = ?", (acct_num,)
+        ).fetchone()
+        if row is None:
+            raise NotFound(f"Account {acct_num} does not exist")
+        return row
+
+    def rules(self, conn: sqlite3.Connection, acct_num: str) -> AccountRules:
+        """Return what an account may do; NotFound for an unknown account."""
+        row = self.account_row(conn, acct_num)
+        return AccountRules(
+            acct_num=acct_num,
+            acct_type=AccountType(row["acct_type"]),
+            margin=bool(row["margin"]),
+            option_level=int(row["option_level"]),
+            retirement=bool(row["retirement"]),
+        )
+
+    def instrument(self, symbol: str) -> Instrument:
+        """Return a symbol's reference data, falling back to its option terms when the market no longer lists it."""
+        try:
+            return self._market.instrument(symbol)
+        except NotFound:
+            try:
+                option: OptionContract | None = parse_option_symbol(symbol)
+            except ValueError:
+                option = None
+            kind = SecurityType.OPTION if option else SecurityType.EQUITY
+            return Instrument(symbol, symbol, kind, "", "", option)
+
+    def prices(self, symbol: str) -> tuple[Decimal, Decimal]:
+        """Return a symbol's last price and previous close (zeros when the market does not quote it)."""
+        try:
+            quote = self._market.quote(symbol)
+        except NotFound:
+            return Decimal(0), Decimal(0)
+        last = price_of(quote.last)
+        return last, price_of(quote.prev_close) if quote.prev_close is not None else last
+
+    @staticmethod
+    def open_lot_rows(conn: sqlite3.Connection, acct_num: str, symbol: str) -> list[sqlite3.Row]:
+        """Return the open lots of a position, oldest first (the order sales draw from them)."""
+        return conn.execute(
+            "SELECT * FROM paper_lots WHERE acct_num = ? AND symbol = ? ORDER BY acquired_date, id",
+            (acct_num, symbol),
+        ).fetchall()
+
+    def positions(self, conn: sqlite3.Connection, acct_num: str) -> list[Pos]:
+        """Return the account's positions priced at the market."""
+        rows = conn.execute(
+            "SELECT symbol, is_option, MAX(multiplier) AS mult, SUM(quantity) AS qty, SUM(basis_cents) AS basis"
+            " FROM paper_lots WHERE acct_num = ? GROUP BY symbol ORDER BY is_option, symbol",
+            (acct_num,),
+        ).fetchall()
+        result = []
+        for r in rows:
+            last, prev = self.prices(r["symbol"])
+            result.append(
+                Pos(
+                    r["symbol"],
+                    shares(r["qty"]),
+                    int(r["basis"]),
+                    int(r["mult"]),
+                    self.instrument(r["symbol"]),
+                    last,
+                    prev,
+                )
+            )
+        return result
+
+    @staticmethod
+    def cash(conn: sqlite3.Connection, acct_num: str) -> int:
+        """Return the account's ledger cash: the sum of its transactions."""
+        row = conn.execute(
+            "SELECT COALESCE(SUM(amount_cents), 0) FROM paper_transactions WHERE acct_num = ?", (acct_num,)
+        ).fetchone()
+        return int(row[0])
+
+    @staticmethod
+    def unsettled_credits(conn: sqlite3.Connection, acct_num: str, today: date) -> int:
+        """Return the credits that settle after ``today``."""
+        row = conn.execute(
+            "SELECT COALESCE(SUM(amount_cents), 0) FROM paper_transactions"
+            " WHERE acct_num = ? AND amount_cents > 0 AND settle_date > ?",
+            (acct_num, today.isoformat()),
+        ).fetchone()
+        return int(row[0])
+
+    def _exposure(
+        self, conn: sqlite3.Connection, rules: AccountRules, holdings: list[Holding], cash: int, unsettled: int
+    ) -> Exposure:
+        short_proceeds = conn.execute(
+            "SELECT COALESCE(-SUM(basis_cents), 0) FROM paper_lots"
+            " WHERE acct_num = ? AND quantity < 0 AND is_option = 0",
+            (rules.acct_num,),
+        ).fetchone()[0]
+        underlyings = {h.option.underlying for h in holdings if h.option is not None and h.quantity < 0}
+        return exposure(
+            holdings,
+            margin=rules.margin,
+            naked_allowed=rules.naked_allowed,
+            cash_cents=cash,
+            unsettled_credit_cents=unsettled if not rules.margin else 0,
+            short_proceeds_cents=int(short_proceeds),
+            underlying_prices={u: self.prices(u)[0] for u in underlyings},
+        )
+
+    @staticmethod
+    def quantity_on(conn: sqlite3.Connection, acct: str, symbol: str, ex_date: date) -> Decimal:
+        """Return the signed quantity held at the end of the day before ``ex_date``."""
+        ex = ex_date.isoformat()
+        open_qty = conn.execute(
+            "SELECT COALESCE(SUM(quantity), 0) FROM paper_lots WHERE acct_num = ? AND symbol = ? AND acquired_date < ?",
+            (acct, symbol, ex),
+        ).fetchone()[0]
+        closed_qty = conn.execute(
+            "SELECT COALESCE(SUM(CASE side WHEN 'LONG' THEN quantity ELSE -quantity END), 0) FROM paper_closed_lots"
+            " WHERE acct_num = ? AND symbol = ? AND acquired_date < ? AND closed_date >= ?",
+            (acct, symbol, ex, ex),
+        ).fetchone()[0]
+        return shares(open_qty) + shares(closed_qty)
+
+    @staticmethod
+    def end_of_day_cash(conn: sqlite3.Connection, acct: str, first: date, last: date) -> list[tuple[date, int]]:
+        """Return the ledger cash at the end of each day from ``first`` to ``last`` (from the opening day on)."""
+        balance = int(
+            conn.execute(
+                "SELECT COALESCE(SUM(amount_cents), 0) FROM paper_transactions WHERE acct_num = ? AND trade_date < ?",
+                (acct, first.isoformat()),
+            ).fetchone()[0]
+        )
+        moves = dict(
+            conn.execute(
+                "SELECT trade_date, SUM(amount_cents) FROM paper_transactions WHERE acct_num = ?"
+                " AND trade_date >= ? AND trade_date <= ? GROUP BY trade_date",
+                (acct, first.isoformat(), last.isoformat()),
+            ).fetchall()
+        )
+        opened = conn.execute("SELECT opened FROM paper_accounts WHERE acct_num = ?", (acct,)).fetchone()[0]
+        days = []
+        day = max(first, date.fromisoformat(opened))
+        while day <= last:
+            balance += int(moves.get(day.isoformat(), 0))
+            days.append((day, balance))
+            day += timedelta(days=1)
+        return days
+
+    def lending_cents(self, conn: sqlite3.Connection, acct: str, first: date, last: date) -> int:
+        """Return the lending income accrued from ``first`` to ``last`` on the shares on loan."""
+        total = Decimal(0)
+        for loan in conn.execute("SELECT * FROM paper_loans WHERE acct_num = ?", (acct,)):
+            start = max(first, date.fromisoformat(loan["loan_date"]))
+            days = (last - start).days + 1
+            if days <= 0:
+                continue
+            qty = min(shares(loan["quantity"]), max(ZERO, self.position_quantity(acct, loan["symbol"])))
+            value = self.prices(loan["symbol"])[0] * qty
+            total += value * Decimal(loan["rate_pct"]) / 100 / 365 * days
+        return cents(total)
+
+    def closed_rows(self, acct_num: str, symbol: str | None, start: date | None, end: date | None) -> list[sqlite3.Row]:
+        """Return the lots closed between two dates, oldest first; NotFound for an unknown account."""
+        self.rules(self._store.conn, acct_num)
+        return self._store.query(
+            "SELECT * FROM paper_closed_lots WHERE acct_num = ? AND (? IS NULL OR symbol = ?)"
+            " AND closed_date >= ? AND closed_date <= ? ORDER BY closed_date, id",
+            (acct_num, symbol, symbol, (start or date.min).isoformat(), (end or date.max).isoformat()),
+        )
+
+    def insert_txn(
+        self,
+        conn: sqlite3.Connection,
+        acct_num: str,
+        day: date,
+        settle: date,
+        txn_type: str,
+        description: str,
+        symbol: str | None,
+        quantity: Decimal | int | None,
+        price: Decimal | None,
+        amount_cents: int,
+        commission_cents: int,
+        fees_cents: int,
+        conf_num: str | None,
+    ) -> str:
+        """Record one transaction and return its id."""
+        cur = conn.execute(
+            "INSERT INTO paper_transactions (acct_num, trade_date, settle_date, txn_type, description, symbol,"
+            " quantity, price, amount_cents, commission_cents, fees_cents, conf_num, posted_at)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                acct_num,
+                day.isoformat(),
+                settle.isoformat(),
+                txn_type,
+                description,
+                symbol,
+                None if quantity is None else stored(quantity),
+                None if price is None else str(price),
+                amount_cents,
+                commission_cents,
+                fees_cents,
+                conf_num,
+                iso_time(self._clock.now()),
+            ),
+        )
+        return txn_id(int(cur.lastrowid or 0))
+
+    def position_quantity(self, acct_num: str, symbol: str) -> Decimal:
+        """Return the signed quantity held of a symbol (0 when none)."""
+        row = self._store.query_one(
+            "SELECT COALESCE(SUM(quantity), 0) AS q FROM paper_lots WHERE acct_num = ? AND symbol = ?",
+            (acct_num, symbol),
+        )
+        return shares(row["q"]) if row else ZERO
+
+    def exposure(self, acct_num: str, changes: Iterable[tuple[str, Decimal, Decimal]] = ()) -> Exposure:
+        """Return the account's exposure, optionally after hypothetical fills (symbol, signed qty, price)."""
+        conn = self._store.conn
+        rules = self.rules(conn, acct_num)
+        today = trade_date(self._clock.now())
+        holdings = {p.symbol: p.holding for p in self.positions(conn, acct_num)}
+        cash = self.cash(conn, acct_num)
+        unsettled = self.unsettled_credits(conn, acct_num, today)
+        for symbol, qty, price in changes:
+            current = holdings.get(symbol)
+            instrument = current.instrument if current and current.instrument else self.instrument(symbol)
+            principal = cents(price * abs(qty) * instrument.multiplier)
+            cash += principal if qty < 0 else -principal
+            if qty < 0:
+                unsettled += principal
+            last = current.last if current else price
+            holdings[symbol] = Holding(symbol, (current.quantity if current else 0) + qty, last, instrument)
+        return self._exposure(conn, rules, list(holdings.values()), cash, unsettled)
+
+    def balances(self, acct_num: str) -> Balance:
+        """Return the account's balances and buying power."""
+        conn = self._store.conn
+        rules = self.rules(conn, acct_num)
+        exp = self.exposure(acct_num)
+        committed = self.commitments(acct_num)
+        available = exp.capacity_cents - committed.usage_cents
+        non_margin = max(0, available)
+        withdraw = non_margin if rules.margin else max(0, min(non_margin, exp.free_cash_cents))
+        if rules.margin:
+            gross = exp.long_stock_cents + exp.short_stock_cents + exp.long_option_cents + exp.short_option_cents
+            cash_bp = max(0, min(exp.free_cash_cents - committed.value_cents, non_margin))
+            margin_bp: float | None = dollars(max(0, 2 * available))
+            margin_equity: float | None = dollars(exp.equity_cents)
+            equity_pct = pct(exp.equity_cents, gross) if gross else None
+        else:
+            cash_bp = non_margin
+            margin_bp = margin_equity = equity_pct = None
+        return Balance(
+            acct_num=acct_num,
+            as_of=iso_time(self._clock.now()),
+            net_worth=dollars(exp.equity_cents),
+            cash=dollars(exp.free_cash_cents),
+            settled_cash=dollars(exp.settled_cash_cents),
+            long_market_value=dollars(exp.long_stock_cents + exp.long_option_cents),
+            short_market_value=dollars(exp.short_stock_cents + exp.short_option_cents),
+            option_market_value=dollars(exp.long_option_cents - exp.short_option_cents),
+            margin_debt=dollars(max(0, -exp.free_cash_cents)) if rules.margin else 0.0,
+            margin_equity=margin_equity,
+            margin_equity_pct=equity_pct,
+            maintenance_requirement=dollars(exp.maintenance_cents),
+            cash_buying_power=dollars(cash_bp),
+            margin_buying_power=margin_bp,
+            non_margin_buying_power=dollars(non_margin),
+            available_to_withdraw=dollars(withdraw),
+            cash_committed_to_open_orders=dollars(committed.value_cents),
+            short_proceeds_held=dollars(exp.short_proceeds_cents),
+        )
+
+    def publish(self, event_type: EventType, desc: Mapping[str, object]) -> None:
+        """Announce an account event (named and categorised by the domain's one table), after the unit of work."""
+        event = account_event(event_type.value, desc, time=iso_time(self._clock.now()))
+        self.outbox.publish(self._events, event)
+
+    def publish_balance(self, acct_num: str, extra: dict[str, object]) -> None:
+        """Announce the account's balances after the current unit of work commits."""
+        if self.outbox.quiet:
+            return
+        bal = self.balances(acct_num)
+        desc: dict[str, object] = {
+            "acct_num": acct_num,
+            "cash": bal.cash,
+            "net_worth": bal.net_worth,
+            "cash_buying_power": bal.cash_buying_power,
+            "margin_buying_power": bal.margin_buying_power,
+            "margin_debt": bal.margin_debt,
+            **extra,
+        }
+        self.publish(EventType.BALANCE_UPDATE, desc)
+
+
+def txn_id(row_id: int) -> str:
+    """Return the transaction id the trader sees for a transaction row."""
+    return f"TX{row_id:08d}"

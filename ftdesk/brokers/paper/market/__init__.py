@@ -1,0 +1,1 @@
+"""The simulated market the paper brokerage trades on, a function of symbol and time."""

@@ -1,0 +1,1 @@
+"""The served descriptions: OpenAPI, AsyncAPI and the /docs pages, generated from the route table."""

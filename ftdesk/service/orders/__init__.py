@@ -1,0 +1,1 @@
+"""The order path inside the service: request bodies, the desk's rules, bound previews and the journal."""

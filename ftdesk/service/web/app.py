@@ -1,0 +1,47 @@
+"""Build the aiohttp application from the service context and the route tables."""
+
+from __future__ import annotations
+
+from aiohttp import web
+
+from ftdesk.service.context import CONTEXT, ENDPOINTS, OPENAPI, ServiceContext
+from ftdesk.service.docs.openapi import OpenApiDocument
+from ftdesk.service.docs.pages import add_docs_routes
+from ftdesk.service.push.state import STREAMING, StreamingOptions, StreamingState
+from ftdesk.service.routes import route_tables
+from ftdesk.service.web.middleware import (
+    MAX_BODY_KEY,
+    SecurityPolicy,
+    add_common_headers,
+    envelope_middleware,
+    make_security_middleware,
+)
+from ftdesk.service.web.routing import RouteTable, add_routes
+
+
+def create_web_app(
+    ctx: ServiceContext, tables: list[RouteTable] | None = None, *, streaming: StreamingOptions | None = None
+) -> web.Application:
+    """Return the application serving /api/v1 and /docs."""
+    settings = ctx.settings
+    policy = SecurityPolicy(
+        api_key=ctx.api_key,
+        api_key_required=settings.api_key_required,
+        bind_host=settings.host,
+        allowed_origins=frozenset(o.lower() for o in settings.allowed_origins),
+        max_body_bytes=settings.max_body_bytes,
+    )
+    app = web.Application(
+        middlewares=[envelope_middleware, make_security_middleware(policy)],
+        client_max_size=settings.max_body_bytes,
+    )
+    app[CONTEXT] = ctx
+    app[MAX_BODY_KEY] = settings.max_body_bytes
+    app[STREAMING] = StreamingState(ctx.quotes, streaming or StreamingOptions())
+    endpoints = add_routes(app, route_tables() if tables is None else tables)
+    app[ENDPOINTS] = endpoints
+    app[OPENAPI] = OpenApiDocument(endpoints, version=ctx.version)
+    add_docs_routes(app)
+    app.on_response_prepare.append(add_common_headers)
+    app.on_shutdown.append(ctx.streams.close_all)
+    return app

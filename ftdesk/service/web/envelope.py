@@ -1,0 +1,44 @@
+"""The response envelope: ``{"ok", "data", "error"}`` on every JSON response, success or failure."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from aiohttp import web
+from pydantic import BaseModel
+
+from ftdesk.domain.errors import FtdeskError
+from ftdesk.service.web.errors import spec_for
+
+
+def _to_jsonable(data: Any) -> Any:
+    if isinstance(data, BaseModel):
+        return data.model_dump(mode="json")
+    if isinstance(data, list | tuple):
+        return [_to_jsonable(item) for item in data]
+    if isinstance(data, dict):
+        return {key: _to_jsonable(value) for key, value in data.items()}
+    return data
+
+
+def _dumps(payload: dict[str, Any]) -> str:
+    return json.dumps(payload, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
+def ok_response(data: Any, *, status: int = 200, headers: dict[str, str] | None = None) -> web.Response:
+    """Return a success envelope."""
+    body = _dumps({"ok": True, "data": _to_jsonable(data), "error": None})
+    return web.Response(text=body, status=status, content_type="application/json", headers=headers)
+
+
+def error_body(code: str, message: str, details: Any = None) -> dict[str, Any]:
+    """Return the JSON object of a failure envelope."""
+    return {"ok": False, "data": None, "error": {"code": code, "message": message, "details": _to_jsonable(details)}}
+
+
+def error_response(error: FtdeskError, *, headers: dict[str, str] | None = None) -> web.Response:
+    """Return the failure envelope of a domain error with its mapped status."""
+    spec = spec_for(error)
+    body = _dumps(error_body(spec.code, error.message, error.details))
+    return web.Response(text=body, status=spec.status, content_type="application/json", headers=headers)

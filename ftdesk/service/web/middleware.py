@@ -1,0 +1,221 @@
+"""Middleware: request ids, the envelope on every error, and local-only security.
+
+Order (outermost first): ``envelope_middleware`` (request id, errors -> envelope, tracebacks to the
+log only) then ``security_middleware`` (Host, Origin/CORS, body size, API key), then the route.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+from aiohttp import web
+from aiohttp.abc import AbstractAccessLogger
+from aiohttp.typedefs import Middleware
+from yarl import URL
+
+from ftdesk.domain import errors as e
+from ftdesk.logs import log_safe
+from ftdesk.service.keys import keys_match
+from ftdesk.service.web.envelope import error_body, error_response
+from ftdesk.service.web.routing import CORS_ORIGIN, REQUEST_ID, ClientDisconnected, endpoint_of
+
+log = logging.getLogger("ftdesk.service")
+
+REQUEST_ID_HEADER = "X-Request-ID"
+_REQUEST_ID_RE = re.compile(r"[A-Za-z0-9._:-]{1,64}")
+_LOCAL_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
+_CORS_ALLOWED_HEADERS = "Authorization, Content-Type, Idempotency-Key, Last-Event-ID, X-Request-ID"
+_CORS_ALLOWED_METHODS = "GET, POST, PUT, DELETE, OPTIONS"
+_UNAUTHENTICATED_PREFIXES = ("/docs",)
+
+
+@dataclass(frozen=True)
+class SecurityPolicy:
+    """What the security middleware enforces."""
+
+    api_key: str
+    api_key_required: bool
+    bind_host: str
+    allowed_origins: frozenset[str]
+    max_body_bytes: int
+
+    @property
+    def allowed_hosts(self) -> frozenset[str]:
+        """Return the host names that name this machine."""
+        return _LOCAL_HOSTS | {self.bind_host.lower().strip("[]")}
+
+
+def logged_path(request: web.BaseRequest) -> str:
+    """Return the request's path as a log line may show it: as sent (percent-escapes kept), no query, escaped."""
+    return log_safe(request.raw_path.partition("?")[0], limit=200)
+
+
+def _request_id(request: web.Request) -> str:
+    offered = request.headers.get(REQUEST_ID_HEADER, "")
+    return offered if _REQUEST_ID_RE.fullmatch(offered) else uuid.uuid4().hex
+
+
+def _http_exception_to_error(exc: web.HTTPException, request: web.Request) -> e.FtdeskError:
+    if isinstance(exc, web.HTTPNotFound):
+        return e.NotFound(f"No endpoint {request.method} {request.path}; see /docs for the API")
+    if isinstance(exc, web.HTTPMethodNotAllowed):
+        allowed = sorted(exc.allowed_methods)
+        return e.MethodNotAllowed(
+            f"{request.method} is not allowed on {request.path}; allowed: {', '.join(allowed)}",
+            details={"allowed_methods": allowed},
+        )
+    if isinstance(exc, web.HTTPRequestEntityTooLarge):
+        return e.PayloadTooLarge(f"The request body is larger than the limit of {request.app[MAX_BODY_KEY]} bytes")
+    if exc.status == 400:
+        return e.MalformedRequest(exc.text or "Bad request")
+    return _GenericHttpError(exc.reason, status=exc.status)
+
+
+class _GenericHttpError(e.FtdeskError):
+    """An aiohttp HTTP error that has no domain equivalent (kept with its own status)."""
+
+    def __init__(self, message: str, *, status: int) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+MAX_BODY_KEY = web.AppKey("max_body_bytes", int)
+
+
+@web.middleware
+async def envelope_middleware(
+    request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
+) -> web.StreamResponse:
+    """Assign the request id and turn every failure into the error envelope."""
+    request[REQUEST_ID] = _request_id(request)
+    try:
+        return await handler(request)
+    except ClientDisconnected as exc:
+        log.info(
+            "The body of %s %s (request %s) did not arrive complete: %s; nothing was done",
+            log_safe(request.method),
+            logged_path(request),
+            request[REQUEST_ID],
+            exc.message,
+        )
+        return error_response(exc)  # nobody reads it, but the access log records a 400, not a 500
+    except e.FtdeskError as exc:
+        return error_response(exc)
+    except web.HTTPException as exc:
+        if exc.status < 400:
+            raise
+        error = _http_exception_to_error(exc, request)
+        if isinstance(error, _GenericHttpError):
+            return web.json_response(error_body("HTTP_ERROR", error.message), status=error.status)
+        if isinstance(error, e.MethodNotAllowed):  # RFC 9110: a 405 lists what the path allows
+            return error_response(error, headers={"Allow": ", ".join(error.details["allowed_methods"])})
+        return error_response(error)
+    except Exception:
+        log.exception(
+            "Unhandled error in %s %s (request %s)", log_safe(request.method), logged_path(request), request[REQUEST_ID]
+        )
+        return error_response(
+            e.InternalError(f"Internal error; the service log has the details under request id {request[REQUEST_ID]}")
+        )
+
+
+def _host_name(host_header: str) -> str:
+    try:
+        host = URL(f"http://{host_header}").host
+    except ValueError:
+        return ""
+    return (host or "").lower().strip("[]")
+
+
+def _bearer_token(request: web.Request) -> str | None:
+    header = request.headers.get("Authorization", "")
+    scheme, _, token = header.partition(" ")
+    if scheme.lower() == "bearer" and token.strip():
+        return token.strip()
+    return None
+
+
+def make_security_middleware(policy: SecurityPolicy) -> Middleware:
+    """Build the middleware that enforces Host, Origin, body size and the API key."""
+
+    @web.middleware
+    async def security_middleware(
+        request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
+    ) -> web.StreamResponse:
+        host = _host_name(request.host)
+        if host not in policy.allowed_hosts:
+            raise e.HostNotAllowed(
+                f"Host {request.host!r} does not name this machine; use http://127.0.0.1 or http://localhost"
+            )
+
+        origin = request.headers.get("Origin")
+        cross_origin: str | None = None
+        if origin is not None:
+            normalised = origin.rstrip("/").lower()
+            same_origin = normalised == f"{request.scheme}://{request.host}".lower()
+            if not same_origin:
+                if normalised not in policy.allowed_origins:
+                    raise e.OriginNotAllowed(
+                        f"Origin {origin!r} is not allowed; add it to FTSERVICE_ALLOWED_ORIGINS "
+                        "to let that page call the API"
+                    )
+                cross_origin = origin
+                request[CORS_ORIGIN] = origin
+        if cross_origin and request.method == "OPTIONS" and "Access-Control-Request-Method" in request.headers:
+            return web.Response(status=204)
+
+        if request.content_length is not None and request.content_length > policy.max_body_bytes:
+            raise e.PayloadTooLarge(f"The request body is larger than the limit of {policy.max_body_bytes} bytes")
+
+        if policy.api_key_required and not request.path.startswith(_UNAUTHENTICATED_PREFIXES):
+            endpoint = endpoint_of(request)
+            if endpoint is None or endpoint.api_key:
+                presented = _bearer_token(request)
+                if presented is None and endpoint is not None and endpoint.query_api_key:
+                    presented = request.query.get("api_key")
+                if presented is None or not keys_match(presented, policy.api_key):
+                    raise e.ApiKeyInvalid(
+                        "Missing or wrong API key: send 'Authorization: Bearer <key>' "
+                        "(print the key with: ftdesk --print-api-key)"
+                    )
+        return await handler(request)
+
+    return security_middleware
+
+
+async def add_common_headers(request: web.Request, response: web.StreamResponse) -> None:
+    """Stamp X-Request-ID (and CORS headers for allowed cross-origin callers) on every response."""
+    request_id = request.get(REQUEST_ID)
+    if request_id:
+        response.headers[REQUEST_ID_HEADER] = request_id
+    response.headers.setdefault("X-Content-Type-Options", "nosniff")
+    origin = request.get(CORS_ORIGIN)
+    if origin:
+        response.headers["Access-Control-Allow-Origin"] = origin
+        response.headers["Access-Control-Allow-Headers"] = _CORS_ALLOWED_HEADERS
+        response.headers["Access-Control-Allow-Methods"] = _CORS_ALLOWED_METHODS
+        response.headers["Access-Control-Expose-Headers"] = f"{REQUEST_ID_HEADER}, Idempotent-Replayed"
+        response.headers["Vary"] = "Origin"
+
+
+class AccessLogger(AbstractAccessLogger):
+    """Access log lines without query strings, headers or bodies (they may carry secrets).
+
+    The path is logged as sent, percent-escapes and all, and escaped again: ``%0a`` stays ``%0a`` instead of
+    starting a line that could pass for another record.
+    """
+
+    def log(self, request: web.BaseRequest, response: web.StreamResponse, time: float) -> None:
+        """Log one finished request."""
+        self.logger.info(
+            "%s %s -> %s in %.1f ms (request %s)",
+            log_safe(request.method, limit=20),
+            logged_path(request),
+            response.status,
+            time * 1000,
+            request.get(REQUEST_ID, "-"),
+        )
