@@ -309,7 +309,9 @@ async def serve_until_stopped(settings: Settings, redactor: SecretRedactor) -> i
     except PortInUseError as exc:
         print(f"ftdesk: {exc}", file=sys.stderr, flush=True)
         return 1
-    mode = "LIVE TRADING" if settings.live_trading else "dry-run"
+    # The switch as the run holds it, not the setting: a run that came back halted has live trading off.
+    halted = control.safety().halt.halted
+    mode = "LIVE TRADING" if control.status().live else "dry-run" + (", HALTED" if halted else "")
     print(
         f"ftdesk {__version__} serving {control.url}/api/v1 (broker: {settings.broker}, {mode}); "
         f"docs: {control.url}/docs",

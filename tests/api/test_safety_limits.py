@@ -142,6 +142,26 @@ async def test_open_orders_at_the_limit_refuse_the_next_one(make_desk) -> None:
     assert (await desk.ok("GET", "/safety/limits"))["usage"]["open_orders"] == 2
 
 
+async def test_a_burst_of_parallel_places_cannot_pass_the_open_orders_limit(make_desk) -> None:
+    desk: Desk = await make_desk(limits={"max_open_orders": "5"})
+    acct = await desk.account()
+    bodies = [await desk.resting_buy(acct, qty=n + 1) for n in range(30)]
+    previews = [accepted(await preview(desk, body))["conf_num"] for body in bodies]  # previews add no order
+    places = await asyncio.gather(
+        *(
+            desk.call("POST", "/orders/equity/place", json={**body, "confNum": conf})
+            for body, conf in zip(bodies, previews, strict=True)
+        )
+    )
+    placed = [body for status, body in places if status == 200]
+    limited = [
+        body for status, body in places if status == 422 and body["error"]["details"]["limit"] == "max_open_orders"
+    ]
+    assert len(placed) == 5 and len(limited) == 25, [status for status, _ in places]
+    assert len(await desk.open_orders()) == 5
+    assert desk.control._require().context.safety.limits.places_in_flight == 0  # every slot given back
+
+
 async def test_symbol_deny_and_allow_lists_cover_an_options_underlying(make_desk) -> None:
     desk: Desk = await make_desk(limits={"symbol_deny": "msft"})
     acct = await desk.account()

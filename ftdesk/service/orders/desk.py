@@ -103,6 +103,10 @@ class OrderTicket:
         )
 
 
+def _no_slot() -> None:
+    return None
+
+
 def _conf_nums_of(result: object) -> list[str]:
     if isinstance(result, ConditionalPreview):
         return list(result.conf_nums)
@@ -161,10 +165,14 @@ class OrderDesk:
         """Return once no place that passed the gate is still waiting for the broker's answer."""
         await self._settled.wait()
 
-    async def _gate(self, ticket: OrderTicket) -> None:
-        """Ask the safety guard whether this preview or place may go on: halt, risk limits (raise the refusal)."""
+    async def _gate(self, ticket: OrderTicket, *, place: bool = False) -> Callable[[], None]:
+        """Ask the safety guard whether this preview or place may go on: halt, risk limits (raise the refusal).
+
+        A place gets back the release of its open-order slot, to call once the broker answered.
+        """
         if self.guard is not None:
-            await self.guard.admit(ticket.order)
+            return await self.guard.admit(ticket.order, place_conf_nums=ticket.conf_nums if place else None)
+        return _no_slot
 
     async def start(self) -> int:
         """Open the journal; return how many actions a previous run left in flight (now ``unknown``)."""
@@ -237,7 +245,7 @@ class OrderDesk:
                 await self._refuse(draft, error, None)
                 raise error
         try:
-            preview = await self._admit(ticket)
+            preview, release_slot = await self._admit(ticket)
         except FtdeskError as exc:
             await self._refuse(draft, exc, key)
             raise
@@ -246,6 +254,7 @@ class OrderDesk:
         try:
             return await self._send(ticket, preview, run, operation)
         finally:
+            release_slot()  # the broker answered (or the place stopped): its order, if any, is now listed
             self._places_in_flight -= 1
             if not self._places_in_flight:
                 self._settled.set()
@@ -318,16 +327,23 @@ class OrderDesk:
             return LiveTradingDisabled(LIVE_TRADING_OFF)
         return None
 
-    async def _admit(self, ticket: OrderTicket) -> BoundPreview:
-        """Apply the safety guard and the live gate, then claim the bound preview (all before any broker call)."""
-        await self._gate(ticket)
-        if not ticket.live_trading:
-            raise LiveTradingDisabled(LIVE_TRADING_OFF)
-        assert ticket.kind is not None
-        claimed = self.previews.claim(ticket.kind, ticket.conf_nums, ticket.fields, ticket.preview_ttl)
+    async def _admit(self, ticket: OrderTicket) -> tuple[BoundPreview, Callable[[], None]]:
+        """Apply the safety guard and the live gate, then claim the bound preview (all before any broker call).
+
+        Return the preview and the release of the open-order slot the place holds until the broker answers.
+        """
+        release_slot = await self._gate(ticket, place=True)
+        try:
+            if not ticket.live_trading:
+                raise LiveTradingDisabled(LIVE_TRADING_OFF)
+            assert ticket.kind is not None
+            claimed = self.previews.claim(ticket.kind, ticket.conf_nums, ticket.fields, ticket.preview_ttl)
+        except BaseException:
+            release_slot()
+            raise
         if self.guard is not None:
             self.guard.limits.count_place()  # it passed every check: it counts toward the places per minute
-        return claimed
+        return claimed, release_slot
 
     def _unexpected(self, ticket: OrderTicket, exc: Exception) -> InternalError:
         log.error(

@@ -118,16 +118,29 @@ class SafetyGuard:
 
     # --- the gate ------------------------------------------------------------------------------------------
 
-    async def admit(self, order: object | None) -> None:
+    async def admit(
+        self, order: object | None, *, place_conf_nums: tuple[str, ...] | None = None
+    ) -> Callable[[], None]:
         """Refuse a preview or place while halted, or when the order crosses a risk limit (before any order call).
 
-        The halt is checked again after the limits' broker reads: a halt that arrived meanwhile wins.
+        The halt is checked again after the limits' broker reads: a halt that arrived meanwhile wins. A place
+        let through (``place_conf_nums``: its preview's) holds an open-order slot (``limits.check``) until the
+        returned release is called.
         """
         self.check_not_halted()
+        release: Callable[[], None] = _no_slot
         if order is not None and self._reads is not None:
-            await self.limits.check(order, self._reads.quote, self._reads.open_orders)
-            await self._check_daily_loss(order, self._reads)
-        self.check_not_halted()
+            release = await self.limits.check(
+                order, self._reads.quote, self._reads.open_orders, place_conf_nums=place_conf_nums
+            )
+        try:
+            if order is not None and self._reads is not None:
+                await self._check_daily_loss(order, self._reads)
+            self.check_not_halted()
+        except BaseException:
+            release()
+            raise
+        return release
 
     async def _check_daily_loss(self, order: object, reads: BrokerReads) -> None:
         """Refuse the order, halting trading, when its account lost more than the daily loss limit today."""
@@ -269,3 +282,7 @@ class SafetyGuard:
     def now(self) -> datetime:
         """Return the injected clock's now."""
         return self._clock.now()
+
+
+def _no_slot() -> None:
+    return None

@@ -11,7 +11,9 @@ one past it is refused.
 * price distance: a limit or stop price at most N percent from the quote's last price (multi-leg net prices
   are not compared, they are not a quote of one symbol);
 * places per minute across every account (the injected clock's monotonic time), counted when a place passes
-  every check; max open orders across every account (read from the broker at each check);
+  every check; max open orders across every account: the working orders read from the broker at each check
+  plus the places in flight (a place takes a slot when it passes this check, with no await between the count
+  and the slot, and gives it back on the broker's answer), so a burst of parallel places cannot pass the limit;
 * symbol allow and deny lists, on the symbol or an option's underlying;
 * the daily loss limit per account is in ``safety.reads`` and the guard (it halts rather than refuses).
 
@@ -23,7 +25,7 @@ from __future__ import annotations
 
 import re
 from collections import deque
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Collection
 from dataclasses import dataclass
 from typing import Any
 
@@ -47,8 +49,8 @@ _OPTION_SYMBOL = re.compile(r"^-?([A-Z.]+?)\d{6}[CP][\d.]+$")
 
 QuoteReader = Callable[[str], Awaitable[float | None]]
 """Returns the last price of a symbol, or None when it cannot be read."""
-OpenOrdersReader = Callable[[], Awaitable[int]]
-"""Returns how many orders are working across every account."""
+OpenOrdersReader = Callable[[], Awaitable[Collection[str]]]
+"""Returns the conf_nums of the orders working across every account."""
 
 
 @dataclass(frozen=True)
@@ -139,6 +141,7 @@ class LimitChecker:
         self._settings = settings
         self._places: deque[float] = deque()
         self.open_orders: int | None = None  # as last read
+        self._in_flight: list[tuple[str, ...]] = []  # slots: the preview conf_nums of places awaiting the broker
         self.pnl: dict[str, AccountPnl] = {}  # as last read, per account
 
     @property
@@ -172,11 +175,28 @@ class LimitChecker:
             loss_halted_today={acct: day for acct, day in record.loss_halted if day == today},
         )
 
-    async def check(self, order: object, quote: QuoteReader, open_orders: OpenOrdersReader) -> None:
-        """Raise ``RiskLimitExceeded`` for the first limit the order crosses."""
+    @property
+    def places_in_flight(self) -> int:
+        """Return how many places hold an open-order slot (past the check, no broker answer yet)."""
+        return len(self._in_flight)
+
+    async def check(
+        self,
+        order: object,
+        quote: QuoteReader,
+        open_orders: OpenOrdersReader,
+        *,
+        place_conf_nums: tuple[str, ...] | None = None,
+    ) -> Callable[[], None]:
+        """Raise ``RiskLimitExceeded`` for the first limit the order crosses.
+
+        A place (``place_conf_nums``: the conf_nums of its bound preview) that passes holds an open-order slot
+        until the returned release is called (idempotent; a no-op for previews and for orders that add none):
+        call it once the broker answered or the place stopped.
+        """
         lines = order_lines(order)
         if not lines:
-            return
+            return _nothing
         limits = self.limits
         for line in lines:
             self._check_symbol(limits, line)
@@ -187,12 +207,27 @@ class LimitChecker:
         for line in lines:
             await self._check_prices(limits, line, quote)
         # A replace swaps a working order for another: it never adds one, so it passes at the open-orders limit.
-        if limits.max_open_orders is not None and not isinstance(order, ReplaceOrder | ConditionalReplace):
-            self.open_orders = count = await open_orders()
+        adds_order = not isinstance(order, ReplaceOrder | ConditionalReplace)
+        if limits.max_open_orders is not None and adds_order:
+            working = await open_orders()
+            self.open_orders = len(working)
+            # No await from here to the slot: the count and the slot are one step on the event loop. A place the
+            # broker already listed (it keeps its preview's conf_num) is counted once, not also as in flight.
+            in_flight = sum(1 for conf_nums in self._in_flight if not set(conf_nums) & set(working))
+            count = len(working) + in_flight
             if count >= limits.max_open_orders:
+                flying = f" and {in_flight} place(s) are in flight" if in_flight else ""
                 raise _refuse(
-                    "max_open_orders", limits.max_open_orders, count + 1, f"{count} orders are working already"
+                    "max_open_orders",
+                    limits.max_open_orders,
+                    count + 1,
+                    f"{len(working)} orders are working already{flying}",
                 )
+        if place_conf_nums is None or not adds_order:
+            return _nothing
+        slot = tuple(place_conf_nums)
+        self._in_flight.append(slot)
+        return _once(lambda: self._in_flight.remove(slot))
 
     @staticmethod
     def _check_symbol(limits: RiskLimits, line: OrderLine) -> None:
@@ -242,3 +277,20 @@ class LimitChecker:
                     f"{field_name} {value:g} is {pct:g}% from the quote {last:g}",
                     symbol=line.symbol, field=field_name, quote=last,
                 )  # fmt: skip
+
+
+def _nothing() -> None:
+    return None
+
+
+def _once(action: Callable[[], None]) -> Callable[[], None]:
+    """Return a callable that runs ``action`` the first time it is called and does nothing after."""
+    done = False
+
+    def run() -> None:
+        nonlocal done
+        if not done:
+            done = True
+            action()
+
+    return run

@@ -50,10 +50,10 @@ class BrokerReads:
         accounts = await self._session.run(lambda broker: broker.accounts.get_accounts())
         return [account.acct_num for account in accounts]
 
-    async def open_orders(self) -> int:
-        """Return how many orders are working across every account."""
+    async def open_orders(self) -> frozenset[str]:
+        """Return the conf_nums of the orders working across every account."""
         orders = await self._session.run(lambda broker: broker.orders.get_order_status(None))
-        return sum(1 for order in orders if order.status_detail.status.is_working)
+        return frozenset(order.id_detail.conf_num for order in orders if order.status_detail.status.is_working)
 
     async def pnl(self, acct_num: str) -> AccountPnl:
         """Return today's realised and unrealised P&L of an account (read at most every few seconds)."""
