@@ -54,7 +54,10 @@ FIELD_MEANINGS: MappingProxyType[str, str] = MappingProxyType(
         "option_market_value": _DOLLARS,
         "gain_loss": _DOLLARS,
         "total_gain_loss": _DOLLARS,
-        "todays_gain_loss": "Gain or loss since the previous close, US dollars.",
+        "todays_gain_loss": (
+            "Today's gain or loss of the shares held, US dollars: from the fill price for shares bought today,"
+            " from the previous close for shares held overnight (paper); Fidelity's own figure as it sends it."
+        ),
         "short_term_gain_loss": _DOLLARS,
         "long_term_gain_loss": _DOLLARS,
         "wash_sale_disallowed": "Loss disallowed by the wash-sale rule, US dollars.",

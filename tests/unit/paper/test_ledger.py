@@ -274,7 +274,8 @@ def test_position_values_gains_and_todays_change(world: World) -> None:
     assert (aapl.market_value, aapl.cost_basis, aapl.total_gain_loss) == (10000.0, 9000.0, 1000.0)
     assert aapl.total_gain_loss_pct == 11.11
     assert aapl.avg_cost_per_share == 90.0
-    assert (aapl.prev_close_price, aapl.last_price_chg, aapl.todays_gain_loss) == (98.0, 2.0, 200.0)
+    # Bought today: the day's gain counts from the fill (90), not from the previous close (98).
+    assert (aapl.prev_close_price, aapl.last_price_chg, aapl.todays_gain_loss) == (98.0, 2.0, 1000.0)
     assert aapl.holding_pct == pytest.approx(10000 / 13000 * 100, abs=0.01)
 
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import date, timedelta
 from decimal import Decimal
 
-from ftdesk.brokers.paper.ledger.money import cents, dollars, pct, price_of, trade_date
+from ftdesk.brokers.paper.ledger.money import cents, dollars, pct, price_of, quoted_day, trade_date
 from ftdesk.brokers.paper.ledger.outbox import Outbox
 from ftdesk.brokers.paper.ledger.risk import Exposure, Holding, exposure
 from ftdesk.brokers.paper.ledger.types import AccountRules, Commitment, CommitmentSource
@@ -39,6 +39,25 @@ class Pos:
     instrument: Instrument
     last: Decimal
     prev_close: Decimal
+    today_quantity: Decimal = ZERO  # the part bought (or sold short) in the quoted session
+    today_cost_cents: int = 0  # what that part cost at its fill prices, commission included
+
+    @property
+    def day_gain_cents(self) -> int:
+        """Return the day's gain of the shares held: from the fill price if bought today, else from the previous close.
+
+        Sales made today are not here: their realised day gain is ``Book.realized_day_cents``.
+        """
+        overnight = self.quantity - self.today_quantity
+        since_close = cents((self.last - self.prev_close) * overnight * self.multiplier) if self.prev_close else 0
+        since_fill = cents(self.last * self.today_quantity * self.multiplier) - self.today_cost_cents
+        return since_close + since_fill
+
+    @property
+    def day_start_cents(self) -> int:
+        """Return what the shares held were worth at the start of the day (previous close, or cost if bought today)."""
+        overnight = self.quantity - self.today_quantity
+        return cents(self.prev_close * overnight * self.multiplier) + self.today_cost_cents
 
     @property
     def market_value_cents(self) -> int:
@@ -112,11 +131,14 @@ class Book:
         ).fetchall()
 
     def positions(self, conn: sqlite3.Connection, acct_num: str) -> list[Pos]:
-        """Return the account's positions priced at the market."""
+        """Return the account's positions priced at the market, with the part opened in the quoted session."""
+        # A wash sale's disallowed loss raises a lot's basis for tax, not what its shares cost at the fill.
         rows = conn.execute(
-            "SELECT symbol, is_option, MAX(multiplier) AS mult, SUM(quantity) AS qty, SUM(basis_cents) AS basis"
-            " FROM paper_lots WHERE acct_num = ? GROUP BY symbol ORDER BY is_option, symbol",
-            (acct_num,),
+            "SELECT symbol, is_option, MAX(multiplier) AS mult, SUM(quantity) AS qty, SUM(basis_cents) AS basis,"
+            " SUM(CASE WHEN acquired_date >= :day THEN quantity ELSE 0 END) AS today_qty,"
+            " SUM(CASE WHEN acquired_date >= :day THEN basis_cents - wash_adj_cents ELSE 0 END) AS today_cost"
+            " FROM paper_lots WHERE acct_num = :acct GROUP BY symbol ORDER BY is_option, symbol",
+            {"day": quoted_day(self._clock.now()).isoformat(), "acct": acct_num},
         ).fetchall()
         result = []
         for r in rows:
@@ -130,9 +152,28 @@ class Book:
                     self.instrument(r["symbol"]),
                     last,
                     prev,
+                    shares(r["today_qty"]),
+                    int(r["today_cost"]),
                 )
             )
         return result
+
+    def realized_day_cents(self, conn: sqlite3.Connection, acct_num: str) -> int:
+        """Return the realised day gain of today's sales: from the previous close, or the fill if bought today."""
+        day = quoted_day(self._clock.now()).isoformat()
+        total = 0
+        for r in conn.execute(
+            "SELECT symbol, side, quantity, acquired_date, cost_cents, proceeds_cents FROM paper_closed_lots"
+            " WHERE acct_num = ? AND closed_date >= ?",
+            (acct_num, day),
+        ):
+            cost, proceeds = int(r["cost_cents"]), int(r["proceeds_cents"])
+            if r["acquired_date"] < day:  # held overnight: the day starts from the previous close, not the cost
+                prev_close = self.prices(r["symbol"])[1]
+                start = cents(prev_close * shares(r["quantity"]) * self.instrument(r["symbol"]).multiplier)
+                cost, proceeds = (start, proceeds) if r["side"] == "LONG" else (cost, start)
+            total += proceeds - cost
+        return total
 
     @staticmethod
     def cash(conn: sqlite3.Connection, acct_num: str) -> int:

@@ -263,6 +263,10 @@ class Ledger:
         """Return the account's positions with market values and gains."""
         return self._reports.positions(acct_num)
 
+    def realized_day_gain(self, acct_num: str) -> float:
+        """Return the day's realised gain of today's sales (the held shares' day gain is on each position)."""
+        return dollars(self._book.realized_day_cents(self._store.conn, acct_num))
+
     def balances(self, acct_num: str) -> Balance:
         """Return the account's balances and buying power."""
         return self._book.balances(acct_num)

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from datetime import date, datetime, time, timedelta
 from decimal import ROUND_CEILING, ROUND_HALF_UP, Decimal
 
-from ftdesk.brokers.paper.calendar import is_trading_day, new_york_datetime, to_new_york
+from ftdesk.brokers.paper.calendar import is_trading_day, new_york_datetime, previous_trading_day, to_new_york
 from ftdesk.domain.accounts import OptionContract
 
 MARKET_CLOSE = time(16, 0)
@@ -120,6 +120,15 @@ def trading_day(when: datetime) -> date:
     if not is_trading_day(day) or local.time() >= MARKET_CLOSE:
         return next_trading_day(day)
     return day
+
+
+def quoted_day(when: datetime) -> date:
+    """Return the session the market's quotes show at a moment: today on a trading day, else the last one.
+
+    A quote's previous close is the close before this session, so a position's day change counts from it.
+    """
+    day = trade_date(when)
+    return day if is_trading_day(day) else previous_trading_day(day)
 
 
 @functools.lru_cache(maxsize=4096)  # pure, and asked for every option position on every read

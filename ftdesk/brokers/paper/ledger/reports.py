@@ -56,8 +56,7 @@ class Reports:
         records = []
         for p in positions:
             mv = p.market_value_cents
-            prev_mv = cents(p.prev_close * p.quantity * p.multiplier)
-            today_gain = mv - prev_mv if p.prev_close else 0
+            today_gain = p.day_gain_cents
             chg = p.last - p.prev_close if p.prev_close else Decimal(0)
             records.append(
                 Position(
@@ -77,7 +76,7 @@ class Reports:
                     total_gain_loss=dollars(mv - p.basis_cents),
                     total_gain_loss_pct=pct(mv - p.basis_cents, p.basis_cents),
                     todays_gain_loss=dollars(today_gain),
-                    todays_gain_loss_pct=pct(today_gain, prev_mv),
+                    todays_gain_loss_pct=pct(today_gain, p.day_start_cents),
                     holding_pct=pct(abs(mv), total),
                     option=p.instrument.option,
                 )
