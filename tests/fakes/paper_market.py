@@ -1,8 +1,9 @@
-"""A market whose prices the test sets: the MarketView the paper ledger, engine and alerts see."""
+"""A market whose prices the test sets: the TradingMarket the paper ledger, engine and alerts see."""
 
 from __future__ import annotations
 
 import zlib
+from collections.abc import Callable, Sequence
 from datetime import date, datetime
 
 from ftdesk.brokers.paper.options import option_description
@@ -14,12 +15,37 @@ from ftdesk.domain.market import Quote
 
 
 class ScriptedMarket:
-    """Instruments and quotes set by the test; satisfies ``ftdesk.brokers.paper.ports.MarketView``."""
+    """Instruments and quotes set by the test; satisfies ``ftdesk.brokers.paper.ports.TradingMarket``.
+
+    ``open`` is the session the test sets (open unless it says otherwise); ``prepared`` records what was made
+    current; ``push`` tells the engine's listener that a symbol's quote changed, as a streaming market does.
+    """
 
     def __init__(self, clock: Clock) -> None:
         self._clock = clock
         self._instruments: dict[str, Instrument] = {}
         self._quotes: dict[str, Quote] = {}
+        self.open = True
+        self.prepared: list[list[str]] = []
+        self._listeners: list[Callable[[str], None]] = []
+
+    def is_open(self) -> bool:
+        """Return the session the test set."""
+        return self.open
+
+    async def prepare(self, symbols: Sequence[str]) -> None:
+        """Record what the engine's caller wanted current."""
+        self.prepared.append(list(symbols))
+
+    def on_quote(self, listener: Callable[[str], None]) -> None:
+        """Keep a listener ``push`` calls."""
+        self._listeners.append(listener)
+
+    def push(self, symbol: str, last: float, **changes: float) -> None:
+        """Move a price and tell the listeners, as a quote arriving on a stream does."""
+        self.set_price(symbol, last, **changes)  # type: ignore[arg-type]
+        for listener in self._listeners:
+            listener(symbol)
 
     def now(self) -> datetime:
         """Return the clock's time."""
@@ -110,7 +136,14 @@ class ScriptedMarket:
         except KeyError:
             raise NotFound(f"Unknown symbol {symbol!r}") from None
 
+    def withdraw_quote(self, symbol: str) -> None:
+        """Leave a listed symbol without a quote, as a real market with no quote to give."""
+        self._quotes.pop(symbol, None)
+
     def quote(self, symbol: str) -> Quote:
         """Return a listed symbol's current quote or raise NotFound."""
         self.instrument(symbol)
-        return self._quotes[symbol]
+        try:
+            return self._quotes[symbol]
+        except KeyError:
+            raise NotFound(f"No quote for {symbol} from this market: nothing can be priced on it now") from None

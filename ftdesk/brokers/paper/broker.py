@@ -4,6 +4,11 @@ One SQLite file holds the world (accounts, ledger, orders, notes, watchlists, pr
 the simulated market is a pure function of the world's seed and the clock, so it needs no storage.
 A tick task drives the world while the process runs, logged in or not, as a real brokerage works
 GTC orders while you sleep: it fills and expires orders, posts income and fires price alerts.
+
+The market the world trades on is a collaborator (``ports.TradingMarket``): the simulated one unless the
+composition root hands in another (Fidelity's quotes, for paper on Fidelity's market), and the session
+every call checks may likewise be another login's (``groups.SessionGate``). Nothing below the broker knows
+which it has. The simulated market still serves what only it has (borrow data, research, seeding).
 """
 
 from __future__ import annotations
@@ -30,10 +35,12 @@ from ftdesk.brokers.paper.groups import (
     PaperResearchApi,
     PaperSessionApi,
     PaperUserDataApi,
+    SessionGate,
 )
 from ftdesk.brokers.paper.ledger.ledger import LEDGER_SCHEMA, Ledger
 from ftdesk.brokers.paper.market.simulator import MarketSimulator
-from ftdesk.brokers.paper.ports import Instrument
+from ftdesk.brokers.paper.ports import Instrument, TradingMarket
+from ftdesk.brokers.paper.readiness import MarketReadiness
 from ftdesk.brokers.paper.research import PaperResearch
 from ftdesk.brokers.paper.session import PaperSession
 from ftdesk.brokers.paper.store import PaperStore
@@ -75,11 +82,20 @@ class PaperBroker:
 
     name = "paper"
 
-    def __init__(self, config: PaperConfig, clock: Clock) -> None:
+    def __init__(
+        self,
+        config: PaperConfig,
+        clock: Clock,
+        *,
+        market: TradingMarket | None = None,
+        gate: SessionGate | None = None,
+    ) -> None:
         self.config = config
         self.clock = clock
+        self._given_market = market
         self.store = PaperStore(config.db_path, schemas=[LEDGER_SCHEMA, ENGINE_SCHEMA, USERDATA_SCHEMA, ALERTS_SCHEMA])
         self._session = PaperSession(config, clock)
+        self._gate: SessionGate = gate or self._session
         self.bus = EventBus()
         self.account_events = PaperAccountEventFeed(self.bus)
         self.event_fallback = None  # the paper ledger's event feed never goes down
@@ -125,18 +141,23 @@ class PaperBroker:
         # Ids must differ across restarts yet repeat for a fresh world with a fixed seed (tests).
         rng = random.Random(f"{seed}:{boots}")
         self._market = MarketSimulator(self.universe, seed, self.clock)
+        trading: TradingMarket = self._given_market or self._market
+        self.trading_market = trading
         self.ledger = Ledger(
-            self.store, self._market, self.clock, self.bus.publish, dividends=DividendSchedule(self.universe, seed)
+            self.store, trading, self.clock, self.bus.publish, dividends=DividendSchedule(self.universe, seed)
         )
-        self.engine = OrderEngine(self.store, self.ledger, self._market, self.clock, self.bus.publish, rng)
-        self.userdata = UserData(self.store, self._market, self.clock, rng)
-        self.alerts = PriceAlerts(self.store, self._market, self.clock, self.bus.publish, rng)
-        self.ledger.seed_world(random.Random(seed))
+        self.engine = OrderEngine(self.store, self.ledger, trading, self.clock, self.bus.publish, rng)
+        self.userdata = UserData(self.store, trading, self.clock, rng)
+        self.alerts = PriceAlerts(self.store, trading, self.clock, self.bus.publish, rng)
+        # The seeded history is priced on the simulated market, whatever market the world then trades on.
+        self.ledger.seed_world(random.Random(seed), self._market)
         self.userdata.seed_world()
+        self.readiness = MarketReadiness(trading, self.store, self.engine)
+        trading.on_quote(self._on_quote)
         # The capability groups hold this world's parts; a restart builds them again with the new parts.
-        session = self._session
-        self.accounts = PaperAccountsApi(session, self.ledger, self._market)
-        self.orders = PaperOrdersApi(session, self.engine)
+        session = self._gate
+        self.accounts = PaperAccountsApi(session, self.ledger, self._market, self.readiness)
+        self.orders = PaperOrdersApi(session, self.engine, self.readiness)
         self.market_data = PaperMarketDataApi(session, self._market, self.clock)
         self.research = PaperResearchApi(session, PaperResearch(self._market, self.universe), self.userdata)
         self.user_data = PaperUserDataApi(session, self.userdata, self.alerts)
@@ -159,11 +180,25 @@ class PaperBroker:
         self.alerts.check()
         return fills
 
+    async def prepared_tick(self) -> int:
+        """Make the working orders' quotes current, then advance the world once; return the fills made."""
+        await self.readiness.for_symbols(self.engine.working_symbols())
+        return self.tick()
+
+    def _on_quote(self, symbol: str) -> None:
+        """Work the orders on a symbol whose quote the market has just pushed."""
+        if not self._started:
+            return
+        try:
+            self.engine.process_symbol(symbol)
+        except Exception:  # a bad order must not stop the market's delivery; the next tick retries
+            log.exception("Paper orders on %s could not be worked on a new quote", symbol)
+
     async def _run_ticks(self) -> None:
         while True:
             await self.clock.sleep(self.config.tick_interval)
             try:
-                self.tick()
+                await self.prepared_tick()
             except Exception:  # one bad tick must not stop the world; the next one retries
                 log.exception("Paper market tick failed")
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import date
+from typing import Protocol
 
 from ftdesk.brokers.paper.alerts import PriceAlerts
 from ftdesk.brokers.paper.calendar import holiday_calendar, to_new_york
@@ -14,6 +15,7 @@ from ftdesk.brokers.paper.engine.engine import OrderEngine
 from ftdesk.brokers.paper.feeds import PaperQuoteFeed
 from ftdesk.brokers.paper.ledger.ledger import Ledger
 from ftdesk.brokers.paper.market.simulator import MarketSimulator
+from ftdesk.brokers.paper.readiness import MarketReadiness
 from ftdesk.brokers.paper.research import PaperResearch
 from ftdesk.brokers.paper.session import PaperSession
 from ftdesk.brokers.paper.userdata import UserData
@@ -78,6 +80,13 @@ from ftdesk.domain.user_data import (
 )
 
 
+class SessionGate(Protocol):
+    """What every call outside the session group checks first: a live login (the paper one, or Fidelity's)."""
+
+    def require_active(self) -> None:
+        """Raise ``AuthRequired`` or ``SessionExpired`` unless a live session exists."""
+
+
 class PaperSessionApi:
     """The paper login session: login, logout (which ends quote connections), keep-alive."""
 
@@ -102,29 +111,36 @@ class PaperSessionApi:
 class PaperAccountsApi:
     """Accounts and portfolio read from the ledger; borrow and short data from the market."""
 
-    def __init__(self, session: PaperSession, ledger: Ledger, market: MarketSimulator) -> None:
+    def __init__(
+        self, session: SessionGate, ledger: Ledger, market: MarketSimulator, readiness: MarketReadiness
+    ) -> None:
         self._session = session
         self._ledger = ledger
         self._market = market
+        self._ready = readiness
 
     async def get_accounts(self) -> list[Account]:
         """Return all accounts."""
         self._session.require_active()
+        await self._ready.for_account(None)
         return self._ledger.accounts()
 
     async def get_account(self, acct_num: str) -> Account:
         """Return one account."""
         self._session.require_active()
+        await self._ready.for_account(acct_num)
         return self._ledger.account(acct_num)
 
     async def get_positions(self, acct_num: str) -> list[Position]:
         """Return an account's positions."""
         self._session.require_active()
+        await self._ready.for_account(acct_num)
         return self._ledger.positions(acct_num)
 
     async def get_balances(self, acct_num: str) -> Balance:
         """Return an account's balances."""
         self._session.require_active()
+        await self._ready.for_account(acct_num)
         return self._ledger.balances(acct_num)
 
     async def get_transactions(self, acct_num: str, start: date | None, end: date | None) -> list[Transaction]:
@@ -135,6 +151,7 @@ class PaperAccountsApi:
     async def get_options_summary(self, acct_num: str) -> OptionsSummary:
         """Return option positions grouped by underlying."""
         self._session.require_active()
+        await self._ready.for_account(acct_num)
         return self._ledger.options_summary(acct_num)
 
     async def get_closed_positions(self, acct_num: str, start: date | None, end: date | None) -> list[ClosedPosition]:
@@ -203,9 +220,10 @@ class PaperAccountsApi:
 class PaperOrdersApi:
     """Orders worked by the order engine."""
 
-    def __init__(self, session: PaperSession, engine: OrderEngine) -> None:
+    def __init__(self, session: SessionGate, engine: OrderEngine, readiness: MarketReadiness) -> None:
         self._session = session
         self._engine = engine
+        self._ready = readiness
 
     async def get_order_status(self, acct_num: str | None) -> list[Order]:
         """Return open and recent orders."""
@@ -235,31 +253,37 @@ class PaperOrdersApi:
     async def preview_equity_order(self, order: EquityOrder) -> OrderPreview:
         """Validate and price an equity order."""
         self._session.require_active()
+        await self._ready.for_order(order)
         return self._engine.preview_equity(order)
 
     async def place_equity_order(self, order: EquityOrder, conf_num: str) -> OrderPlacement:
         """Place a previewed equity order."""
         self._session.require_active()
+        await self._ready.for_order(order)
         return self._engine.place_equity(order, conf_num)
 
     async def preview_option_order(self, order: OptionOrder) -> OrderPreview:
         """Validate and price a single-leg option order."""
         self._session.require_active()
+        await self._ready.for_order(order)
         return self._engine.preview_option(order)
 
     async def place_option_order(self, order: OptionOrder, conf_num: str) -> OrderPlacement:
         """Place a previewed single-leg option order."""
         self._session.require_active()
+        await self._ready.for_order(order)
         return self._engine.place_option(order, conf_num)
 
     async def preview_multileg_order(self, order: MultiLegOptionOrder) -> OrderPreview:
         """Validate and price a multi-leg option order."""
         self._session.require_active()
+        await self._ready.for_order(order)
         return self._engine.preview_multileg(order)
 
     async def place_multileg_order(self, order: MultiLegOptionOrder, conf_num: str) -> OrderPlacement:
         """Place a previewed multi-leg option order."""
         self._session.require_active()
+        await self._ready.for_order(order)
         return self._engine.place_multileg(order, conf_num)
 
     async def preview_cancel(self, conf_num: str, acct_num: str, action_code: str) -> CancelPreview:
@@ -275,31 +299,37 @@ class PaperOrdersApi:
     async def preview_replace(self, replace: ReplaceOrder) -> OrderPreview:
         """Validate a cancel-and-replace."""
         self._session.require_active()
+        await self._ready.for_order(replace, working=True)
         return self._engine.preview_replace(replace)
 
     async def place_replace(self, replace: ReplaceOrder, conf_num: str) -> OrderPlacement:
         """Place a previewed cancel-and-replace."""
         self._session.require_active()
+        await self._ready.for_order(replace, working=True)
         return self._engine.place_replace(replace, conf_num)
 
     async def preview_conditional_order(self, order: ConditionalOrder) -> ConditionalPreview:
         """Validate and price a conditional order."""
         self._session.require_active()
+        await self._ready.for_order(order)
         return self._engine.preview_conditional(order)
 
     async def place_conditional_order(self, order: ConditionalOrder, conf_nums: Sequence[str]) -> OrderPlacement:
         """Place a previewed conditional order."""
         self._session.require_active()
+        await self._ready.for_order(order)
         return self._engine.place_conditional(order, conf_nums)
 
     async def preview_conditional_replace(self, replace: ConditionalReplace) -> ConditionalPreview:
         """Validate a conditional replace."""
         self._session.require_active()
+        await self._ready.for_order(replace, working=True)
         return self._engine.preview_conditional_replace(replace)
 
     async def place_conditional_replace(self, replace: ConditionalReplace, conf_nums: Sequence[str]) -> OrderPlacement:
         """Place a previewed conditional replace."""
         self._session.require_active()
+        await self._ready.for_order(replace, working=True)
         return self._engine.place_conditional_replace(replace, conf_nums)
 
     async def accept_trade_agreement(self, acct_num: str, agreement_id: str) -> TradeAgreementResult:
@@ -311,7 +341,7 @@ class PaperOrdersApi:
 class PaperMarketDataApi:
     """Market data on request from the simulated market and the exchange calendar."""
 
-    def __init__(self, session: PaperSession, market: MarketSimulator, clock: Clock) -> None:
+    def __init__(self, session: SessionGate, market: MarketSimulator, clock: Clock) -> None:
         self._session = session
         self._market = market
         self._clock = clock
@@ -354,7 +384,7 @@ class PaperMarketDataApi:
 class PaperResearchApi:
     """Research from the simulated market, and the notebook kept with the user data."""
 
-    def __init__(self, session: PaperSession, research: PaperResearch, userdata: UserData) -> None:
+    def __init__(self, session: SessionGate, research: PaperResearch, userdata: UserData) -> None:
         self._session = session
         self._research = research
         self._userdata = userdata
@@ -408,7 +438,7 @@ class PaperResearchApi:
 class PaperUserDataApi:
     """Watchlists and preferences from the user data; alerts and price triggers from the price alerts."""
 
-    def __init__(self, session: PaperSession, userdata: UserData, alerts: PriceAlerts) -> None:
+    def __init__(self, session: SessionGate, userdata: UserData, alerts: PriceAlerts) -> None:
         self._session = session
         self._userdata = userdata
         self._alerts = alerts

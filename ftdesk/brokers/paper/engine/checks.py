@@ -100,7 +100,7 @@ class OrderChecks:
                 kind = "an option" if is_option else "not an option"
                 other = "a single-leg option order" if is_option else "an equity order"
                 raise reject("WRONG_SECURITY_TYPE", f"{spec.symbol} is {kind}: use {other}")
-            quote = self._market.quote(spec.symbol)
+            quote = self._quote(spec.symbol)
             self._check_prices(spec, quote, is_option)
             priced = self._pricer.price(spec, instrument, quote, spec.qty)
             if spec.kind == EQUITY:
@@ -109,6 +109,13 @@ class OrderChecks:
                 self._check_option(spec, rules, instrument)
         priced.warnings.extend(self._pricer.warnings(spec, priced))
         return priced
+
+    def _quote(self, symbol: str) -> Quote:
+        """Return the market's quote; a market that has none for a listed symbol refuses the order, saying why."""
+        try:
+            return self._market.quote(symbol)
+        except NotFound as exc:
+            raise reject("NO_QUOTE", exc.message, symbol=symbol) from None
 
     def _listed(self, symbol: str) -> Instrument:
         try:
@@ -250,7 +257,7 @@ class OrderChecks:
                     f"{leg.action} {leg.symbol} opens a position but you hold the opposite side:"
                     f" use {'BC' if leg.sign > 0 else 'SC'} to close it",
                 )
-            quotes[leg.symbol] = self._market.quote(leg.symbol)
+            quotes[leg.symbol] = self._quote(leg.symbol)
         priced = self._pricer.price_multileg(spec, quotes, spec.qty)
         gross = sum((units * price_of(quotes[leg.symbol].ask) for leg, units in spec.leg_units()), Decimal(0))
         if spec.limit is not None and spec.limit > gross * _PRICE_BAND + 1:

@@ -61,7 +61,7 @@ from ftdesk.brokers.paper.engine.pricing import Pricer, conditional_preview, pre
 from ftdesk.brokers.paper.engine.rows import OrderRows
 from ftdesk.brokers.paper.ledger.ledger import Ledger
 from ftdesk.brokers.paper.ledger.money import dollars
-from ftdesk.brokers.paper.ports import EventSink, MarketView
+from ftdesk.brokers.paper.ports import EventSink, TradingMarket
 from ftdesk.brokers.paper.quantities import number
 from ftdesk.brokers.paper.store import PaperStore
 from ftdesk.brokers.paper.userdata import invalid, iso_time, unique_id
@@ -110,7 +110,7 @@ class OrderEngine:
         self,
         store: PaperStore,
         ledger: Ledger,
-        market: MarketView,
+        market: TradingMarket,
         clock: Clock,
         events: EventSink,
         rng: random.Random,
@@ -353,6 +353,14 @@ class OrderEngine:
     def process_market(self) -> int:
         """Work every order against the market: expiries, stop triggers, fills; return the number of fills."""
         return self._matcher.process_market()
+
+    def process_symbol(self, symbol: str) -> int:
+        """Work the orders on one symbol against its new quote; return the number of fills."""
+        return self._matcher.process_symbol(symbol)
+
+    def working_symbols(self) -> list[str]:
+        """Return the symbols the working orders need quotes of."""
+        return self._matcher.working_symbols()
 
     # --- placement internals ----------------------------------------------------------------------------
 

@@ -9,11 +9,13 @@ option contract; sales pay the SEC fee and FINRA TAF (``ledger.money``). Multi-l
 fill all legs at once (all-or-none) at the legs' mid prices when those net to the limit or better (a
 net debit at or below the limit, a net credit at or above it); a market multi-leg order fills at
 the legs' touch prices. Day orders expire at their session's close; orders on an option expire
-once the option has expired.
+once the option has expired. Nothing fills while the market says its session is closed
+(``TradingMarket.is_open``): orders rest until it opens, stops included.
 """
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from datetime import datetime
 from decimal import Decimal
@@ -33,7 +35,7 @@ from ftdesk.brokers.paper.ledger.money import (
 )
 from ftdesk.brokers.paper.ledger.outbox import Outbox
 from ftdesk.brokers.paper.ledger.types import Fill
-from ftdesk.brokers.paper.ports import MarketView
+from ftdesk.brokers.paper.ports import TradingMarket
 from ftdesk.brokers.paper.quantities import number, stored
 from ftdesk.brokers.paper.store import PaperStore
 from ftdesk.brokers.paper.userdata import iso_time
@@ -53,7 +55,7 @@ class Matcher:
         store: PaperStore,
         outbox: Outbox,
         ledger: Ledger,
-        market: MarketView,
+        market: TradingMarket,
         clock: Clock,
         rows: OrderRows,
         links: OrderLinks,
@@ -96,8 +98,35 @@ class Matcher:
                 fills += self.evaluate(row.conf_num)
         return fills
 
+    def process_symbol(self, symbol: str) -> int:
+        """Work the orders on one symbol (a multi-leg order's legs included) on its new quote; return the fills."""
+        if not self._market.is_open():
+            return 0
+        rows = self._store.query(
+            "SELECT conf_num FROM paper_orders WHERE status IN (?, ?) AND (symbol = ? OR legs LIKE ?) ORDER BY seq",
+            (OrderStatus.OPEN.value, OrderStatus.PARTIALLY_FILLED.value, symbol, f'%"{symbol}"%'),
+        )
+        return sum(self.evaluate(str(r["conf_num"])) for r in rows)
+
+    def working_symbols(self) -> list[str]:
+        """Return the symbols working orders need quotes of (underlyings and legs), in order of entry."""
+        rows = self._store.query(
+            f"SELECT kind, symbol, legs FROM paper_orders WHERE status IN ({','.join('?' * len(WORKING))})"
+            " ORDER BY seq",
+            WORKING,
+        )
+        symbols: dict[str, None] = {}
+        for r in rows:
+            if r["kind"] == MULTI_LEG:
+                symbols.update((leg["symbol"], None) for leg in json.loads(r["legs"] or "[]"))
+            else:
+                symbols[str(r["symbol"])] = None
+        return list(symbols)
+
     def evaluate(self, conf_num: str) -> int:
-        """Try to fill one working order now; return 1 when something filled."""
+        """Try to fill one working order now; return 1 when something filled (never while the market is closed)."""
+        if not self._market.is_open():
+            return 0
         with self._outbox.atomic() as conn:
             row = self._rows.load(conn, conf_num)
             if row.status not in (OrderStatus.OPEN, OrderStatus.PARTIALLY_FILLED):

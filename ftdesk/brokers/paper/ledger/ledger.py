@@ -143,12 +143,15 @@ class Ledger:
 
     # --- world ----------------------------------------------------------------------------------
 
-    def seed_world(self, rng: random.Random) -> None:
-        """Create the starting accounts, holdings and history on a fresh world; do nothing otherwise."""
+    def seed_world(self, rng: random.Random, market: MarketView | None = None) -> None:
+        """Create the starting accounts, holdings and history on a fresh world; do nothing otherwise.
+
+        ``market`` prices the seeded history (the simulated one, whatever market the world trades on).
+        """
         if self._store.query_one("SELECT 1 FROM paper_accounts LIMIT 1") is not None:
             return
         with self.outbox.atomic(quiet=True):
-            seed_accounts(self, self._market, self._clock, rng)
+            seed_accounts(self, market or self._market, self._clock, rng)
             self.post_due_income()
 
     def open_account(

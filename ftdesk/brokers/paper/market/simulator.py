@@ -14,7 +14,7 @@ short interest).
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import date, datetime
 
 from ftdesk.brokers.paper.market import charts as market_charts
@@ -68,6 +68,18 @@ class MarketSimulator:
     def seed(self) -> int:
         """Return the seed of this world."""
         return self._prices.seed
+
+    # --- TradingMarket -------------------------------------------------------------------------
+
+    def is_open(self) -> bool:
+        """Return True: the simulated market trades around the clock."""
+        return True
+
+    async def prepare(self, symbols: Sequence[str]) -> None:
+        """Do nothing: every simulated quote is current when asked for."""
+
+    def on_quote(self, listener: Callable[[str], None]) -> None:
+        """Ignore the listener: the world's tick works every order against the simulated market."""
 
     # --- MarketView ----------------------------------------------------------------------------
 
