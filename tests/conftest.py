@@ -8,7 +8,8 @@ import os
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 os.environ["PYTHON_KEYRING_BACKEND"] = "keyring.backends.fail.Keyring"
 
-from collections.abc import AsyncIterator, Callable
+import logging
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,7 +19,7 @@ import pytest
 from ftdesk.app import ServiceRuntime
 from ftdesk.config import Settings, load_settings
 from ftdesk.domain.clock import Clock
-from ftdesk.logs import SecretRedactor
+from ftdesk.logs import ACCESS_LOGGER, SecretRedactor
 from ftdesk.service.context import ServiceContext
 from ftdesk.service.push.state import StreamingOptions
 from ftdesk.service.web.routing import RouteTable
@@ -138,3 +139,18 @@ async def start_service(
     for runtime, http in started:
         await http.close()
         await runtime.stop()
+
+
+@pytest.fixture
+def configured_logging() -> Iterator[None]:
+    """Let a test configure logging as ``main()`` does, and put the process's logging back afterwards."""
+    root, access = logging.getLogger(), logging.getLogger(ACCESS_LOGGER)
+    saved = (root.level, list(root.handlers), list(access.handlers), access.propagate)
+    yield
+    for logger in (root, access):
+        for handler in list(logger.handlers):
+            if getattr(handler, "_ftdesk", False):
+                logger.removeHandler(handler)
+                handler.close()
+    root.setLevel(saved[0])
+    root.handlers[:], access.handlers[:], access.propagate = saved[1], saved[2], saved[3]

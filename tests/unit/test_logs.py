@@ -38,30 +38,20 @@ def test_redactor_masks_known_secrets_in_messages_args_and_tracebacks() -> None:
     assert records[2].getMessage().startswith("abc")
 
 
-def test_a_windowed_app_without_stderr_logs_to_its_file_only(tmp_path, monkeypatch) -> None:
+def test_a_windowed_app_without_stderr_logs_to_its_file_only(tmp_path, monkeypatch, configured_logging) -> None:
     import sys
 
     from ftdesk.logs import configure_logging
 
     monkeypatch.setattr(sys, "stderr", None)  # what a windowed PyInstaller app gets on Windows and macOS
     root = logging.getLogger()
-    before = list(root.handlers)
-    try:
-        log_file = configure_logging("INFO", tmp_path, SecretRedactor())
-        logging.getLogger("ftdesk.test").warning("written with no console")
-        ours = [handler for handler in root.handlers if getattr(handler, "_ftdesk", False)]
-        assert [type(handler).__name__ for handler in ours] == ["PrivateRotatingFileHandler"]
-        for handler in ours:
-            handler.flush()
-        assert log_file is not None and "written with no console" in log_file.read_text()
-    finally:
-        for handler in list(root.handlers):
-            if handler not in before:
-                root.removeHandler(handler)
-                handler.close()
-        for handler in before:
-            if handler not in root.handlers:
-                root.addHandler(handler)
+    log_file = configure_logging("INFO", tmp_path, SecretRedactor())
+    logging.getLogger("ftdesk.test").warning("written with no console")
+    ours = [handler for handler in root.handlers if getattr(handler, "_ftdesk", False)]
+    assert [type(handler).__name__ for handler in ours] == ["PrivateRotatingFileHandler"]
+    for handler in ours:
+        handler.flush()
+    assert log_file is not None and "written with no console" in log_file.read_text()
 
 
 @pytest.mark.skipif(os.name != "posix", reason="file modes are POSIX")

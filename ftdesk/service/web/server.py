@@ -11,6 +11,7 @@ from aiohttp import http_exceptions as hx
 from aiohttp import web
 
 from ftdesk.domain import errors as e
+from ftdesk.logs import ACCESS_LOGGER
 from ftdesk.service.web.envelope import error_response
 from ftdesk.service.web.middleware import REQUEST_ID_HEADER, AccessLogger
 from ftdesk.service.web.routing import REQUEST_ID
@@ -128,7 +129,7 @@ class ServiceServer:
             handle_signals=False,
             shutdown_timeout=SHUTDOWN_TIMEOUT,
             access_log_class=AccessLogger,
-            access_log=logging.getLogger("ftdesk.access"),
+            access_log=logging.getLogger(ACCESS_LOGGER),
         )
         await runner.setup()
         site = web.TCPSite(runner, self._host, self._port)
