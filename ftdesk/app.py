@@ -14,7 +14,7 @@ import gc
 import logging
 import signal
 import sys
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 
 from keyring.backend import KeyringBackend
 
@@ -31,22 +31,24 @@ from ftdesk.data_dir import secure_data_dir, tightened_message
 from ftdesk.domain.clock import Clock, SystemClock
 from ftdesk.domain.session import SessionState
 from ftdesk.logs import SecretRedactor, configure_logging, log_dir
-from ftdesk.service.context import LiveTradingSwitch, ServiceContext
+from ftdesk.service.context import DesktopWindow, ServiceContext
 from ftdesk.service.control import ServiceControl, ServiceNotRunning
 from ftdesk.service.credentials import CredentialStore
 from ftdesk.service.keys import ApiKeyStore, SecretVault
 from ftdesk.service.orders.desk import OrderDesk
 from ftdesk.service.orders.journal import JOURNAL_FILE_NAME, OrderJournal
+from ftdesk.service.orders.previews import PreviewBook
+from ftdesk.service.orders.recorder import OrderRecorder, PlacesInFlight
 from ftdesk.service.push.responses import StreamRegistry
 from ftdesk.service.push.state import StreamingOptions
 from ftdesk.service.routes import route_tables
-from ftdesk.service.routes.app_window import DESKTOP_WINDOW, DesktopWindow
 from ftdesk.service.safety.guard import SafetyGuard
 from ftdesk.service.safety.loss_watch import LossWatch
 from ftdesk.service.safety.reads import BrokerReads
 from ftdesk.service.safety.store import SafetyStore
-from ftdesk.service.safety.sweep import halt_trading
+from ftdesk.service.safety.sweep import KillSwitch
 from ftdesk.service.session import SessionManager
+from ftdesk.service.switches import LiveTradingSwitch, SettingsHolder
 from ftdesk.service.web.app import create_web_app
 from ftdesk.service.web.routing import RouteTable
 from ftdesk.service.web.server import PortInUseError, ServiceServer
@@ -118,7 +120,7 @@ class ServiceRuntime:
         window: DesktopWindow | None = None,
         streaming: StreamingOptions | None = None,
     ) -> None:
-        self.settings = settings
+        self.settings_holder = SettingsHolder(settings)
         self.clock = clock or SystemClock()
         self.redactor = redactor or settings_redactor(settings)
         self._keyring_backend = keyring_backend
@@ -131,6 +133,11 @@ class ServiceRuntime:
         self._window = window
         self._key_store: ApiKeyStore | None = None
         self._resources: contextlib.AsyncExitStack | None = None
+
+    @property
+    def settings(self) -> Settings:
+        """Return the settings the run serves with now."""
+        return self.settings_holder.current
 
     async def start(self) -> ServiceContext:
         """Load the API key, start the broker, build the app and bind the port (``PortInUseError`` if taken).
@@ -147,7 +154,7 @@ class ServiceRuntime:
         return context
 
     async def _acquire(self, resources: contextlib.AsyncExitStack) -> ServiceContext:
-        settings = self.settings
+        settings, clock, live, holder = self.settings, self.clock, self.live, self.settings_holder
         vault = SecretVault(self._keyring_backend)
         key_store = ApiKeyStore(vault, settings.data_dir, settings.api_key)
         # keyring may talk to D-Bus and the fallback touches the disk: keep both off the event loop.
@@ -155,92 +162,72 @@ class ServiceRuntime:
         self.redactor.add(api_key)
         self._key_store = key_store
         credentials = CredentialStore(vault, settings.data_dir, settings.encryption_key)
-        # The journal opens first: rows a crashed run left 'pending' become 'unknown' before any new order.
-        orders = OrderDesk(OrderJournal(settings.data_dir / JOURNAL_FILE_NAME, self.clock), self.clock)
-        await orders.start()
-        resources.push_async_callback(orders.close)
-        # The kill switch's state comes back from the data dir before any order can arrive: a halted run stays halted.
-        safety = await SafetyGuard.open(SafetyStore(settings.data_dir), orders.journal, self.clock)
-        resources.push_async_callback(safety.close)
-        orders.guard = safety
-        orders.live_now = lambda: self.live.enabled
+        # The journal opens first and closes last: rows a crashed run left 'pending' become 'unknown' before any
+        # new order, and an order action in flight at stop is still recorded.
+        recorder = OrderRecorder(OrderJournal(settings.data_dir / JOURNAL_FILE_NAME, clock))
+        await recorder.open()
+        resources.push_async_callback(recorder.close)
         # Registered before the start: a start that fails half-way may have opened part of the broker already,
         # and closing a broker that never started is safe.
         resources.push_async_callback(self.broker.close)
         await self.broker.start()
         session = SessionManager(
             self.broker,
-            self.clock,
+            clock,
             credentials,
             keepalive_interval=settings.session_keepalive_interval,
             auto_reauth=settings.auto_reauth,
-            live_trading=lambda: self.live.enabled,
+            live_trading=lambda: live.enabled,
         )
         resources.push_async_callback(session.close)
+        resources.callback(holder.add_listener(session.follow_settings))
         await session.refresh_credentials_flag()
-        # One upstream quote connection for every stream; it follows the session (open when logged in).
-        quotes = QuoteHub(
-            self.broker.quote_feed,
-            self.clock,
-            unsubscribe_delay=settings.unsubscribe_delay,
-            backoff=settings.stream_backoff,
+        quotes = await resources.enter_async_context(_quote_hub(self.broker, clock, settings, session))
+        events = await resources.enter_async_context(_event_hub(self.broker, clock, settings, session))
+        # The kill switch's state comes back from the data dir before the server opens: a halted run stays halted.
+        # The guard reads the broker for the risk limits through its own reads, inside the session.
+        safety = await SafetyGuard.open(
+            SafetyStore(settings.data_dir),
+            recorder.journal,
+            clock,
+            settings=holder,
+            reads=BrokerReads(session, quotes, clock),
         )
-        await quotes.start()
-        resources.push_async_callback(quotes.close)
-        quotes.set_session_active(session.state is SessionState.LOGGED_IN)
-        resources.callback(
-            session.add_listener(lambda state: quotes.set_session_active(state is SessionState.LOGGED_IN))
-        )
-        # One upstream account-event connection, likewise open while logged in (when the feed can run). Its ids
-        # start at the wall time of this start, so a script's Last-Event-ID from an earlier run is never taken
-        # for an id of this one.
-        fallback = self.broker.event_fallback
-        events = AccountEventHub(
-            self.broker.account_events,
-            self.clock,
-            backoff=settings.stream_backoff,
-            source=self.broker.name,
-            fallback=fallback,
-            first_id=first_event_id(self.clock.now()),
-        )
-        await events.start()
-        resources.push_async_callback(events.close)
-        events.set_session_active(session.state is SessionState.LOGGED_IN)
-        resources.callback(
-            session.add_listener(lambda state: events.set_session_active(state is SessionState.LOGGED_IN))
-        )
+        resources.push_async_callback(safety.close)
+        resources.callback(live.add_listener(safety.live_changed))  # every switch of live trading is audited
+        in_flight = PlacesInFlight()
+        kill_switch = KillSwitch(safety, live, session, recorder, in_flight)
+        orders = OrderDesk(recorder, PreviewBook(clock), safety, kill_switch, live, session, in_flight, holder)
+        loss_watch = LossWatch(safety, kill_switch, clock)
+        loss_watch.start()
+        resources.push_async_callback(loss_watch.close)
         context = ServiceContext(
-            settings=settings,
+            settings_holder=holder,
             api_key=api_key,
             key_source=key_source,
-            clock=self.clock,
+            clock=clock,
             version=__version__,
             broker=self.broker,
-            live=self.live,
+            live=live,
             session=session,
             credentials=credentials,
             streams=StreamRegistry(),
-            started_monotonic=self.clock.monotonic(),
+            started_monotonic=clock.monotonic(),
             orders=orders,
             quotes=quotes,
             events=events,
             safety=safety,
+            kill_switch=kill_switch,
         )
-        safety_reads = BrokerReads(session, quotes, self.clock)
-        safety.bind(lambda: context.settings, safety_reads, _halter(context))
-        loss_watch = LossWatch(safety, safety_reads, self.clock)
-        loss_watch.start()
-        resources.push_async_callback(loss_watch.close)
-        app = create_web_app(context, route_tables() + self._extra_tables, streaming=self._streaming)
-        if self._window is not None:
-            app[DESKTOP_WINDOW] = self._window
+        app = create_web_app(
+            context, route_tables() + self._extra_tables, streaming=self._streaming, window=self._window
+        )
         server = ServiceServer(app, settings.host, settings.port)
         await server.start()  # a refused bind has released the socket itself
         resources.push_async_callback(self._stop_server, server)
         # Released last-in first-out, so this runs first at stop: the hubs end their consumers, the SSE and
         # WebSocket handlers they feed finish on their own, and the server's stop does not wait on open
-        # streams. Then the server, the session, the broker, and last the journal, so an order action in
-        # flight is still recorded. (Each hub's own release, registered when it started, then finds it closed.)
+        # streams. Then the server, the guard, the session, the broker, and last the journal.
         resources.push_async_callback(_close_all, quotes.close, events.close)
         self.server = server
         self.context = context
@@ -271,8 +258,53 @@ class ServiceRuntime:
             await resources.aclose()
 
 
-def _halter(context: ServiceContext) -> Callable[[str, str | None], Awaitable[object]]:
-    return lambda source, reason: halt_trading(context, source, reason)
+@contextlib.asynccontextmanager
+async def _quote_hub(
+    broker: Broker, clock: Clock, settings: Settings, session: SessionManager
+) -> AsyncIterator[QuoteHub]:
+    """Run the one upstream quote connection every stream shares; it follows the session (open when logged in)."""
+    quotes = QuoteHub(
+        broker.quote_feed, clock, unsubscribe_delay=settings.unsubscribe_delay, backoff=settings.stream_backoff
+    )
+    await quotes.start()
+    try:
+        quotes.set_session_active(session.state is SessionState.LOGGED_IN)
+        unsubscribe = session.add_listener(lambda state: quotes.set_session_active(state is SessionState.LOGGED_IN))
+        try:
+            yield quotes
+        finally:
+            unsubscribe()
+    finally:
+        await quotes.close()
+
+
+@contextlib.asynccontextmanager
+async def _event_hub(
+    broker: Broker, clock: Clock, settings: Settings, session: SessionManager
+) -> AsyncIterator[AccountEventHub]:
+    """Run the one upstream account-event connection, likewise open while logged in (when the feed can run).
+
+    Its ids start at the wall time of this start, so a script's Last-Event-ID from an earlier run is never taken
+    for an id of this one.
+    """
+    events = AccountEventHub(
+        broker.account_events,
+        clock,
+        backoff=settings.stream_backoff,
+        source=broker.name,
+        fallback=broker.event_fallback,
+        first_id=first_event_id(clock.now()),
+    )
+    await events.start()
+    try:
+        events.set_session_active(session.state is SessionState.LOGGED_IN)
+        unsubscribe = session.add_listener(lambda state: events.set_session_active(state is SessionState.LOGGED_IN))
+        try:
+            yield events
+        finally:
+            unsubscribe()
+    finally:
+        await events.close()
 
 
 async def _close_all(*closers: Callable[[], Awaitable[None]]) -> None:

@@ -20,7 +20,7 @@ from ftdesk.domain.accounts import Account, Position
 from ftdesk.domain.clock import TRADING_ZONE, trading_day
 from ftdesk.domain.orders import CancelResult, Order
 from ftdesk.service.context import ServiceContext
-from ftdesk.service.orders.listed_cancels import cancel_listed_order
+from ftdesk.service.orders.listed_cancels import listed_cancel
 
 T = TypeVar("T")
 
@@ -84,6 +84,7 @@ class CockpitAccess:
 
     async def cancel(self, order: Order, *, source: str) -> CancelResult:
         """Cancel a working order through the order desk (journaled; never gated); raise the broker's refusal."""
-        return await cancel_listed_order(
-            self._context(), order, request_id=f"desktop-{uuid.uuid4().hex[:16]}", endpoint=f"DESKTOP cancel ({source})"
+        command, ticket = listed_cancel(
+            order, request_id=f"desktop-{uuid.uuid4().hex[:16]}", endpoint=f"DESKTOP cancel ({source})"
         )
+        return await self._context().orders.cancel(command, ticket, resend_after_reauth=False)

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -32,11 +31,9 @@ from ftdesk.domain.safety import HaltOutcome, HaltState, SafetyState, TradingHal
 from ftdesk.domain.session import Credentials, SessionState
 from ftdesk.logs import SecretRedactor, log_dir
 from ftdesk.service.cockpit_access import CockpitAccess, OrderBook
-from ftdesk.service.context import ServiceContext
+from ftdesk.service.context import DesktopWindow, ServiceContext
 from ftdesk.service.first_run import is_first_start, record_welcome_shown
 from ftdesk.service.orders.journal import JournalEntry
-from ftdesk.service.routes.app_window import DesktopWindow
-from ftdesk.service.safety.sweep import halt_trading, resume_trading, safety_state
 from ftdesk.service.settings_changes import SaveOutcome, save_changes, validate_setting
 from ftdesk.service.web.server import PortInUseError
 from ftdesk.streaming.events import AccountEventHub
@@ -86,7 +83,10 @@ class ServiceNotRunning(FtdeskError):
 class ServiceRun(Protocol):
     """One run of the service, as the composition root builds it (``ftdesk.app.ServiceRuntime`` is one)."""
 
-    settings: Settings
+    @property
+    def settings(self) -> Settings:
+        """Return the settings the run serves with now."""
+        ...
 
     @property
     def url(self) -> str:
@@ -286,8 +286,8 @@ class ServiceControl:
         unsubscribers = (
             context.session.add_listener(lambda _state: self._emit(ServiceChange.SESSION)),
             context.safety.add_listener(lambda: self._emit(ServiceChange.SAFETY)),
+            context.live.add_listener(lambda _enabled, _source: self._emit(ServiceChange.LIVE_TRADING)),
         )
-        context.safety.bind_live_switch(lambda enabled, source: self.set_live_trading(enabled, source=source))
         return _Run(runtime, context, lambda: _call_all(unsubscribers))
 
     def _attach(self, run: _Run) -> None:
@@ -460,29 +460,26 @@ class ServiceControl:
         (``resume``), whoever asks, so a confirmation dialog left open while a script halted cannot undo it.
         """
         context = self._require().context
-        live = context.live
-        if live.enabled == enabled:
+        if context.live.enabled == enabled:
             return
         if enabled and context.safety.halted:
             raise context.safety.halted_error()
-        live.enabled = enabled  # the one assignment of the switch in the product
-        log.warning("Live trading switched %s (%s)", "ON" if enabled else "off", source)
-        self._require().context.safety.live_changed(enabled, source)  # journaled with source and time
-        self._emit(ServiceChange.LIVE_TRADING)
+        # The switch logs who switched; its listeners journal it (the guard) and tell the desktop app (this surface).
+        context.live.set(enabled, source)
 
     # --- the kill switch -----------------------------------------------------------------------------------
 
     async def halt(self, source: str = "tray") -> HaltOutcome:
         """Halt trading: refuse previews and places, live trading off, cancel every open order; journal it."""
-        return await halt_trading(self._require().context, source)
+        return await self._require().context.kill_switch.halt(source)
 
     async def resume(self, source: str = "tray") -> HaltState:
         """Lift the halt (live trading stays off; the tray confirms first); return the halt that was lifted."""
-        return await resume_trading(self._require().context, source)
+        return await self._require().context.kill_switch.resume(source)
 
     def safety(self) -> SafetyState:
         """Return the halt, the live switch and its last change, the limits and today's usage."""
-        return safety_state(self._require().context)
+        return self._require().context.kill_switch.state()
 
     # --- settings ------------------------------------------------------------------------------------------
 
@@ -499,17 +496,13 @@ class ServiceControl:
         return outcome
 
     def _apply_live(self, run: _Run, values: Mapping[str, Any]) -> None:
-        settings = dataclasses.replace(self._settings, **values)
-        self._settings = settings
-        run.runtime.settings = settings
-        run.context.settings = settings  # handlers read preview_ttl from here on every place
+        # One holder for the run: the desk reads preview_ttl from it on every place, the session follows it.
+        self._settings = run.context.settings_holder.apply(dict(values))
         if "live_trading" in values:
             try:
                 self.set_live_trading(bool(values["live_trading"]), source="settings")
             except TradingHalted:  # saved as the start value; live stays off until the halt is lifted
                 log.warning("Live trading stays off: trading is halted (resume first)")
-        if "auto_reauth" in values:
-            run.context.session.auto_reauth = bool(values["auto_reauth"])
         log.info("Settings applied without a restart: %s", ", ".join(sorted(values)))
         self._emit(ServiceChange.SETTINGS)
 

@@ -19,6 +19,7 @@ from typing import TypeVar
 from pydantic import BaseModel, Field
 
 from ftdesk.brokers.base import Broker
+from ftdesk.config import Settings
 from ftdesk.domain.clock import Clock
 from ftdesk.domain.errors import AuthRequired, LoginFailed, SessionExpired, TotpRequired
 from ftdesk.domain.session import Credentials, SessionState
@@ -84,6 +85,10 @@ class SessionManager:
         self._credentials_stored = False
         self.reauth_count = 0
         self._listeners: list[Callable[[SessionState], None]] = []
+
+    def follow_settings(self, settings: Settings) -> None:
+        """Take the settings that change live (auto re-auth) when they are applied."""
+        self.auto_reauth = settings.auto_reauth
 
     # --- observation ------------------------------------------------------------------------
 

@@ -143,6 +143,6 @@ async def test_chunked_body_over_the_limit_is_413(start_service) -> None:
 async def test_health_follows_the_live_trading_switch(service) -> None:
     async with service.http.get(service.url("/api/v1/health")) as response:
         assert (await response.json())["data"]["live_trading"] is False
-    service.context.live.enabled = True
+    service.context.live.set(True, "test")
     async with service.http.get(service.url("/api/v1/health")) as response:
         assert (await response.json())["data"]["live_trading"] is True

@@ -227,3 +227,29 @@ async def test_every_place_body_requires_the_preview_conf_num(product) -> None:
     for op in places:
         body = component(spec, op["requestBody"]["content"]["application/json"]["schema"])
         assert {"confNum", "conf_num", "conf_nums"} & set(body["required"]), op["operationId"]
+
+
+PLACE_OPERATIONS = (
+    "/api/v1/orders/equity/place",
+    "/api/v1/orders/option/place",
+    "/api/v1/orders/options/place",
+    "/api/v1/orders/conditional/place",
+    "/api/v1/orders/replace/place",
+    "/api/v1/orders/conditional/replace/place",
+)
+
+
+async def test_each_place_operation_states_every_rule_the_desk_applies_in_its_order(service) -> None:
+    from ftdesk.service.orders.desk import OrderDesk
+
+    spec = await fetch_spec(service)
+    for path in PLACE_OPERATIONS:
+        description = spec["paths"][path]["post"]["description"]
+        positions = [description.index(f"**{rule.name}**") for rule in OrderDesk.PLACE_RULES]
+        assert positions == sorted(positions), path  # in the order the desk applies them
+        for code in ("IDEMPOTENCY_KEY_REUSED", "TRADING_HALTED", "RISK_LIMIT", "LIVE_TRADING_DISABLED"):
+            assert f"`{code}`" in description, (path, code)
+        assert "`PREVIEW_REQUIRED`" in description and "`PREVIEW_MISMATCH`" in description
+        assert "{preview}" not in description and "{s}" not in description
+        preview_path = path.removesuffix("/place") + "/preview"
+        assert f"POST {preview_path}" in description

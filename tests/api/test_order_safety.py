@@ -191,7 +191,7 @@ async def test_the_gate_is_read_per_request_and_never_blocks_a_cancel(live) -> N
     conf = await preview(live, body)
     assert (await place(live, {**body, "confNum": conf}))[0] == 200
 
-    live.context.live.enabled = False  # what the tray's switch does
+    live.context.live.set(False, "tray")  # what the tray's switch does
     second = await resting_buy(live, acct, qty=2)
     second_conf = await preview(live, second)  # previews work in dry-run mode
     assert_error(await place(live, {**second, "confNum": second_conf}), 403, "LIVE_TRADING_DISABLED")
@@ -201,7 +201,7 @@ async def test_the_gate_is_read_per_request_and_never_blocks_a_cancel(live) -> N
     status, canceled = await live.call("POST", f"{API}/orders/{conf}/cancel", json=cancel)
     assert status == 200 and canceled["data"]["is_accepted"] is True
 
-    live.context.live.enabled = True
+    live.context.live.set(True, "tray")
     status, placed = await place(live, {**second, "confNum": second_conf})  # the refusal did not use the preview
     assert status == 200 and placed["data"]["conf_num"] == second_conf
     statuses = {o["id_detail"]["conf_num"]: o["status_detail"]["status"] for o in await orders(live)}
@@ -417,9 +417,9 @@ async def test_refusals_before_the_broker_are_not_remembered_but_rejections_are(
     acct = await individual_account(live)
     body = await resting_buy(live, acct)
     placed_body = {**body, "confNum": await preview(live, body)}
-    live.context.live.enabled = False
+    live.context.live.set(False, "tray")
     assert_error(await place(live, placed_body, key="k-1"), 403, "LIVE_TRADING_DISABLED")
-    live.context.live.enabled = True
+    live.context.live.set(True, "tray")
     assert (await place(live, placed_body, key="k-1"))[0] == 200  # the key was free again
 
     original = placed_body["confNum"]

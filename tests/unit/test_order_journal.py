@@ -11,8 +11,9 @@ from typing import Any
 import pytest
 
 from ftdesk.domain import errors as e
-from ftdesk.domain.orders import OrderPlacement, OrderStatus
-from ftdesk.service.orders.desk import OrderDesk, OrderTicket
+from ftdesk.domain.orders import EquityAction, EquityOrder, OrderPlacement, OrderStatus, PriceType
+from ftdesk.service.orders.commands import PlaceEquity
+from ftdesk.service.orders.desk import OrderDesk
 from ftdesk.service.orders.journal import (
     JOURNAL_FILE_NAME,
     JournalAction,
@@ -22,7 +23,12 @@ from ftdesk.service.orders.journal import (
     Outcome,
     StoredResponse,
 )
-from ftdesk.service.orders.previews import OrderKind
+from ftdesk.service.orders.previews import OrderKind, PreviewBook
+from ftdesk.service.orders.recorder import OrderRecorder, OrderTicket, PlacesInFlight
+from ftdesk.service.safety.guard import SafetyGuard
+from ftdesk.service.safety.store import SafetyRecord, SafetyStore
+from ftdesk.service.safety.sweep import KillSwitch
+from ftdesk.service.switches import LiveTradingSwitch, SettingsHolder
 from tests.fakes.clock import ManualClock
 
 PLACE = "POST /api/v1/orders/equity/place"
@@ -174,39 +180,71 @@ def ticket(key: str | None = "desk-key", conf: str = "CONF0001") -> OrderTicket:
     return OrderTicket(
         request_id="req-desk",
         endpoint=PLACE,
-        action=JournalAction.PLACE,
-        kind=OrderKind.EQUITY,
         facts=OrderFacts(acct_num="PAP1", symbol="AAPL", side="B", qty=1, conf_nums=(conf,)),
         body_hash="cd" * 32,
         fields={"qty": 1},
         conf_nums=(conf,),
         idempotency_key=key,
-        live_trading=True,
-        preview_ttl=300,
     )
 
 
-async def run_directly(operation: Any) -> Any:
-    return await operation(None)
+def equity_order() -> EquityOrder:
+    return EquityOrder(acct_num="PAP1", symbol="AAPL", action=EquityAction.BUY, qty=1, price_type=PriceType.MARKET)
 
 
-async def test_a_place_cancelled_at_the_broker_is_recorded_as_unknown(tmp_path: Path, clock: ManualClock) -> None:
-    desk = OrderDesk(OrderJournal(tmp_path / JOURNAL_FILE_NAME, clock), clock)
-    await desk.start()
-    desk.previews.register(OrderKind.EQUITY, ["CONF0001"], {"qty": 1})
+class _Broker:
+    """A broker whose orders group places with the test's function, as the session hands it to the desk."""
+
+    def __init__(self, place: Any) -> None:
+        self.orders = self
+        self.place_equity_order = place
+
+
+class _Session:
+    """The brokerage session, logged in: runs the operation once on the broker."""
+
+    def __init__(self, broker: _Broker) -> None:
+        self.broker = broker
+
+    async def run(self, operation: Any, *, retry_on_expiry: bool = True) -> Any:
+        return await operation(self.broker)
+
+
+async def open_desk(tmp_path: Path, clock: ManualClock, settings: Any, place: Any) -> tuple[OrderDesk, OrderRecorder]:
+    """Build the desk as the composition root does, on a broker that places with ``place``; live trading on."""
+    recorder = OrderRecorder(OrderJournal(tmp_path / JOURNAL_FILE_NAME, clock))
+    await recorder.open()
+    session: Any = _Session(_Broker(place))
+    guard = SafetyGuard(SafetyStore(tmp_path), recorder.journal, clock, SafetyRecord())
+    live, in_flight = LiveTradingSwitch(True), PlacesInFlight()
+    kill_switch = KillSwitch(guard, live, session, recorder, in_flight)
+    holder = SettingsHolder(settings)
+    desk = OrderDesk(recorder, PreviewBook(clock), guard, kill_switch, live, session, in_flight, holder)
+    return desk, recorder
+
+
+def place_command() -> PlaceEquity:
+    return PlaceEquity(equity_order(), "CONF0001")
+
+
+async def test_a_place_cancelled_at_the_broker_is_recorded_as_unknown(
+    tmp_path: Path, clock: ManualClock, make_settings: Any
+) -> None:
     at_broker = asyncio.Event()
 
-    async def never_answers(_broker: Any) -> OrderPlacement:
+    async def never_answers(*_args: Any) -> OrderPlacement:
         at_broker.set()
         await asyncio.Event().wait()
         raise AssertionError("unreachable")
 
-    task = asyncio.create_task(desk.place(ticket(), run_directly, never_answers))
+    desk, recorder = await open_desk(tmp_path, clock, make_settings(), never_answers)
+    desk.previews.register(OrderKind.EQUITY, ["CONF0001"], {"qty": 1})
+    task = asyncio.create_task(desk.place(place_command(), ticket()))
     await at_broker.wait()
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
-    await desk.close()  # waits for the outcome write
+    await recorder.close()  # waits for the outcome write
 
     journal = OrderJournal(tmp_path / JOURNAL_FILE_NAME, clock)
     assert journal.open() == 0
@@ -217,24 +255,25 @@ async def test_a_place_cancelled_at_the_broker_is_recorded_as_unknown(tmp_path: 
     assert desk.previews._by_conf["CONF0001"].state == "used"
 
 
-async def test_nothing_is_sent_when_the_journal_cannot_be_written(tmp_path: Path, clock: ManualClock) -> None:
-    desk = OrderDesk(OrderJournal(tmp_path / JOURNAL_FILE_NAME, clock), clock)
-    await desk.start()
-    desk.previews.register(OrderKind.EQUITY, ["CONF0001"], {"qty": 1})
+async def test_nothing_is_sent_when_the_journal_cannot_be_written(
+    tmp_path: Path, clock: ManualClock, make_settings: Any
+) -> None:
     sent: list[str] = []
 
-    async def place(_broker: Any) -> OrderPlacement:
+    async def place(*_args: Any) -> OrderPlacement:
         sent.append("placed")
         return OrderPlacement(conf_num="CONF0001", acct_num="PAP1", status=OrderStatus.OPEN)
 
+    desk, _recorder = await open_desk(tmp_path, clock, make_settings(), place)
+    desk.previews.register(OrderKind.EQUITY, ["CONF0001"], {"qty": 1})
     desk.journal.close()  # e.g. the disk went away
     with pytest.raises(e.InternalError, match="nothing was sent to the broker"):
-        await desk.place(ticket(key=None), run_directly, place)
+        await desk.place(place_command(), ticket(key=None))
     assert sent == []
 
     desk.journal.open()
-    placed = await desk.place(ticket(key=None), run_directly, place)  # the preview was not used up
+    placed = await desk.place(place_command(), ticket(key=None))  # the preview was not used up
     assert isinstance(placed, OrderPlacement) and sent == ["placed"]
     (entry,) = await desk.entries(limit=10, start=date(2000, 1, 1), end=None)
     assert entry.outcome is Outcome.ACCEPTED
-    await desk.close()
+    desk.journal.close()

@@ -1,71 +1,73 @@
-"""The order desk: the trading-safety rules every order endpoint goes through.
+"""The order desk: every order command goes through it, and its place rules are the one statement of their order.
 
-* Live gate: a place is refused with ``LIVE_TRADING_DISABLED`` while live trading is off, before anything
-  else touches the broker. Previews and cancels are never gated.
-* Bound previews (``orders.previews``): a place carries the conf_num(s) of an unexpired, unused preview
-  this service made of the same order; otherwise ``PREVIEW_REQUIRED`` / ``PREVIEW_MISMATCH``.
-* Idempotency-Key: the first answer of a place that reached the broker is kept in the journal database; the
-  same key and body get that answer again (no second broker call, also after a restart); the key with
-  another endpoint or body is ``IDEMPOTENCY_KEY_REUSED``; while the first request runs it is ``CONFLICT``.
-* Journal (``orders.journal``): each preview, place and cancel is written before the broker call and
-  updated after it; refusals are written too. If the journal cannot be written the order is not sent.
-* No retries: the desk calls the broker once; the route passes a runner with ``retry_on_expiry=False``.
-* Safety guard (``safety``): while the kill switch is on, previews and places are refused with
-  ``TRADING_HALTED`` (journaled as refused) before anything else reaches the broker; cancels never ask. The desk
-  counts the places past the gate so a halt can wait for their answers before it cancels the open orders.
+``OrderDesk`` is built once by the composition root with everything it needs: the journal recorder, the book of
+bound previews, the safety guard, the kill switch, the live-trading switch, the brokerage session, the places in
+flight and the settings. A route hands it a typed command (``PlaceEquity(order, conf_num)``, ``CancelOrder``...,
+``orders.commands``) and a ticket (who asked, what the journal records); the desk looks the command up in the
+dispatch table and makes the one broker call itself, inside the session.
+
+* Previews: refused while halted or over a risk limit (journaled as refused); journaled; their conf_num(s)
+  remembered for the place.
+* Cancels and cancel previews: journaled, never gated (not by dry-run mode, not by a halt), never repeated.
+* Places: ``OrderDesk.PLACE_RULES``, in order. The served description of every place operation is generated from
+  that table (``place_rules``), so what API users read is what the desk does.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from datetime import date
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 from aiohttp import web
 
-from ftdesk.brokers.capabilities import OrdersApi
-from ftdesk.domain.clock import Clock
 from ftdesk.domain.errors import (
     Conflict,
     FtdeskError,
     IdempotencyKeyReused,
     InternalError,
     LiveTradingDisabled,
-    NotFound,
     OrderRejected,
-    ValidationFailed,
+    PreviewMismatch,
+    PreviewRequired,
+    SessionExpired,
 )
 from ftdesk.domain.orders import ConditionalPreview, OrderPlacement, OrderPreview
+from ftdesk.domain.safety import RiskLimitExceeded, TradingHalted
+from ftdesk.service.orders.commands import Command, Dispatch, dispatch, order_of
 from ftdesk.service.orders.journal import (
     JournalAction,
-    JournalDraft,
     JournalEntry,
     KeyClaim,
-    OrderFacts,
     OrderJournal,
     Outcome,
     StoredResponse,
 )
-from ftdesk.service.orders.previews import BoundPreview, OrderKind, PreviewBook
+from ftdesk.service.orders.previews import BoundPreview, PreviewBook
+from ftdesk.service.orders.recorder import (
+    OrderRecorder,
+    OrderTicket,
+    PlacesInFlight,
+    conf_nums_of,
+    outcome_of,
+    send,
+)
 from ftdesk.service.safety.guard import SafetyGuard
+from ftdesk.service.safety.sweep import KillSwitch
+from ftdesk.service.session import SessionManager
+from ftdesk.service.switches import LiveTradingSwitch, SettingsHolder
 from ftdesk.service.web.envelope import error_response, ok_response
-from ftdesk.service.web.errors import spec_for
+from ftdesk.service.web.errors import ERROR_TABLE
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 P = TypeVar("P", OrderPreview, ConditionalPreview)
 
-Operation = Callable[[OrdersApi], Awaitable[T]]
-Runner = Callable[[Operation[T]], Awaitable[T]]
-
 REPLAY_HEADER = "Idempotent-Replayed"
-
-# The broker answered and said no: the order action was rejected (anything else failing is an error).
-_BROKER_REFUSALS = (OrderRejected, NotFound, Conflict, ValidationFailed)
 
 LIVE_TRADING_OFF = (
     "Live trading is off (dry-run mode): place operations are refused before they reach the broker. "
@@ -73,52 +75,8 @@ LIVE_TRADING_OFF = (
 )
 
 
-@dataclass(frozen=True)
-class OrderTicket:
-    """One order request as the desk sees it: who asked, for what, and what the journal records."""
-
-    request_id: str
-    endpoint: str
-    action: JournalAction
-    kind: OrderKind | None
-    facts: OrderFacts
-    body_hash: str
-    fields: Mapping[str, Any] = field(default_factory=dict)
-    conf_nums: tuple[str, ...] = ()
-    idempotency_key: str | None = None
-    live_trading: bool = False
-    preview_ttl: float = 300.0
-    order: object | None = None  # the domain order of a preview or place, for the risk limits
-
-    def draft(self) -> JournalDraft:
-        """Return the journal row of this request."""
-        return JournalDraft(
-            request_id=self.request_id,
-            endpoint=self.endpoint,
-            action=self.action,
-            order_kind=self.kind.value if self.kind else None,
-            facts=self.facts,
-            body_hash=self.body_hash,
-            idempotency_key=self.idempotency_key,
-        )
-
-
 def _no_slot() -> None:
     return None
-
-
-def _conf_nums_of(result: object) -> list[str]:
-    if isinstance(result, ConditionalPreview):
-        return list(result.conf_nums)
-    if isinstance(result, OrderPlacement):
-        return list(result.conf_nums) or [result.conf_num]
-    if isinstance(result, OrderPreview):
-        return [result.conf_num]
-    return []
-
-
-def _outcome(error: FtdeskError) -> Outcome:
-    return Outcome.REJECTED if isinstance(error, _BROKER_REFUSALS) else Outcome.ERROR
 
 
 def _stored(error: FtdeskError) -> StoredResponse:
@@ -146,204 +104,245 @@ def _key_error(claim: KeyClaim, key: str) -> FtdeskError:
     )
 
 
+class _Attempt:
+    """One place as it goes through the rules: what it holds so far (key, preview, journal row, answer)."""
+
+    def __init__(self, command: Command[OrderPlacement], ticket: OrderTicket) -> None:
+        self.command = command
+        self.ticket = ticket
+        self.row: Dispatch = dispatch(command)
+        self.owns_key = False  # the Idempotency-Key was claimed by this request (a refusal frees it)
+        self.preview: BoundPreview | None = None
+        self.in_flight = False
+        self.entry_id: int | None = None
+        self.recorded = False  # the outcome is in the journal already (nothing more to write on the way out)
+        self.answer: OrderPlacement | web.Response | None = None
+        self.release_slot: Callable[[], None] = _no_slot  # the open-order slot the risk step took, if any
+
+
+Step = Callable[["OrderDesk", _Attempt], Awaitable[None]]
+
+
+@dataclass(frozen=True)
+class PlaceRule:
+    """One step of a place: its name, what it refuses with, what the served description says, and the step."""
+
+    name: str
+    refusals: tuple[type[FtdeskError], ...]
+    text: str
+    step: Step
+
+    def describe(self) -> str:
+        """Return the rule as one item of the served description."""
+        codes = ", ".join(f"`{ERROR_TABLE[cls].code}` ({ERROR_TABLE[cls].status})" for cls in self.refusals)
+        return f"**{self.name}**: {self.text}" + (f" Refused with {codes}." if codes else "")
+
+
 class OrderDesk:
-    """Gate, preview binding, Idempotency-Key and journal around the order calls of the broker."""
+    """Previews, places and cancels under the trading-safety rules, each journaled, each sent once."""
 
-    def __init__(self, journal: OrderJournal, clock: Clock) -> None:
-        self.journal = journal
-        self.previews = PreviewBook(clock)
-        self.guard: SafetyGuard | None = None  # set by the composition root once the safety file is read
-        # The live switch as it is now (set by the composition root): the gate's broker reads take time, and a
-        # switch turned off meanwhile must refuse the place, not the request's earlier reading of it.
-        self.live_now: Callable[[], bool] | None = None
-        self._late_writes: set[asyncio.Task[None]] = set()
-        self._places_in_flight = 0
-        self._settled = asyncio.Event()
-        self._settled.set()
+    def __init__(
+        self,
+        recorder: OrderRecorder,
+        previews: PreviewBook,
+        guard: SafetyGuard,
+        kill_switch: KillSwitch,
+        live: LiveTradingSwitch,
+        session: SessionManager,
+        in_flight: PlacesInFlight,
+        settings: SettingsHolder,
+    ) -> None:
+        self._recorder = recorder
+        self.previews = previews
+        self._guard = guard
+        self._kill_switch = kill_switch
+        self._live = live
+        self._session = session
+        self._in_flight = in_flight
+        self._settings = settings
 
-    async def settled(self) -> None:
-        """Return once no place that passed the gate is still waiting for the broker's answer."""
-        await self._settled.wait()
-
-    async def _gate(self, ticket: OrderTicket, *, place: bool = False) -> Callable[[], None]:
-        """Ask the safety guard whether this preview or place may go on: halt, risk limits (raise the refusal).
-
-        A place gets back the release of its open-order slot, to call once the broker answered.
-        """
-        if self.guard is not None:
-            return await self.guard.admit(ticket.order, place_conf_nums=ticket.conf_nums if place else None)
-        return _no_slot
-
-    async def start(self) -> int:
-        """Open the journal; return how many actions a previous run left in flight (now ``unknown``)."""
-        return await asyncio.to_thread(self.journal.open)
-
-    async def close(self) -> None:
-        """Finish outstanding journal writes and close the journal; idempotent."""
-        if self._late_writes:
-            await asyncio.gather(*self._late_writes, return_exceptions=True)
-        await asyncio.to_thread(self.journal.close)
+    @property
+    def journal(self) -> OrderJournal:
+        """Return the order journal the desk writes."""
+        return self._recorder.journal
 
     async def entries(self, *, limit: int, start: date | None, end: date | None) -> list[JournalEntry]:
         """Return journal entries newest first."""
-        return await asyncio.to_thread(self.journal.entries, limit=limit, start=start, end=end)
+        return await self._recorder.entries(limit=limit, start=start, end=end)
 
     # --- previews, cancels ----------------------------------------------------------------------------
 
-    async def preview(self, ticket: OrderTicket, run: Runner[P], operation: Operation[P]) -> P:
-        """Journal and run a preview (refused while halted); remember its conf_num(s) for the place."""
+    async def preview(self, command: Command[P], ticket: OrderTicket) -> P:
+        """Journal and make a preview (refused while halted or over a limit); remember its conf_num(s)."""
+        row = dispatch(command)
+        assert row.action is JournalAction.PREVIEW and row.kind is not None
         try:
-            await self._gate(ticket)
+            await self._check_risk(order_of(command))
         except FtdeskError as exc:
-            await self._refuse(ticket.draft(), exc, None)
+            await self._recorder.refuse(ticket.draft(command), exc, None)
             raise
-        result = await self.journaled(ticket, run, operation)
-        assert ticket.kind is not None
-        self.previews.register(ticket.kind, _conf_nums_of(result), ticket.fields)
+        result = await self._recorder.run(command, ticket, self._session)
+        self.previews.register(row.kind, conf_nums_of(result), ticket.fields)
         return result
 
-    async def journaled(self, ticket: OrderTicket, run: Runner[T], operation: Operation[T]) -> T:
-        """Run a broker call between a ``pending`` journal row and its outcome (previews, cancels)."""
-        entry_id = await self._begin(ticket)
+    async def cancel(self, command: Command[T], ticket: OrderTicket, *, resend_after_reauth: bool = True) -> T:
+        """Journal and make a cancel or cancel preview: never gated, never refused by the desk.
+
+        ``resend_after_reauth=False`` (the kill switch, the cockpit) reports a session expiry instead of sending
+        the cancel again after re-authenticating.
+        """
+        assert dispatch(command).action in (JournalAction.CANCEL, JournalAction.CANCEL_PREVIEW)
+        return await self._recorder.run(command, ticket, self._session, retry_on_expiry=resend_after_reauth)
+
+    async def _check_risk(
+        self, order: object | None, *, place_conf_nums: tuple[str, ...] | None = None
+    ) -> Callable[[], None]:
+        """Refuse while halted or when the order crosses a risk limit; a daily-loss crossing halts trading first.
+
+        The halt is checked again after the limits' broker reads: a halt that arrived meanwhile wins. A place
+        (``place_conf_nums``) gets back the release of its open-order slot, to call once the broker answered.
+        """
+        self._guard.check_not_halted()
+        release_slot = await self._guard.check_limits(order, place_conf_nums=place_conf_nums)
         try:
-            result = await run(operation)
-        except asyncio.CancelledError:
-            self._finish_later(entry_id, Outcome.UNKNOWN, None)
+            crossed = await self._guard.loss_crossed(order)
+            if crossed is not None:
+                await self._kill_switch.halt("daily-loss-limit", crossed.reason)
+                raise crossed.refusal()
+            self._guard.check_not_halted()
+        except BaseException:
+            release_slot()
             raise
-        except FtdeskError as exc:
-            await self._finish(entry_id, _outcome(exc), exc)
-            raise
-        except Exception:  # the middleware logs it and answers INTERNAL_ERROR with this message
-            message = f"Internal error; the service log has the details under request id {ticket.request_id}"
-            await self._finish(entry_id, Outcome.ERROR, InternalError(message))
-            raise
-        accepted = getattr(result, "is_accepted", True) is not False
-        await self._finish(
-            entry_id, Outcome.ACCEPTED if accepted else Outcome.REJECTED, None, conf_nums=_conf_nums_of(result)
-        )
-        return result
+        return release_slot
 
     # --- place ------------------------------------------------------------------------------------------
 
-    async def place(
-        self, ticket: OrderTicket, run: Runner[OrderPlacement], operation: Operation[OrderPlacement]
-    ) -> OrderPlacement | web.Response:
-        """Place an order under every safety rule; a replayed Idempotency-Key returns the stored response."""
-        draft = ticket.draft()
-        key = ticket.idempotency_key
-        if key is not None:
-            claim = await asyncio.to_thread(self.journal.claim_key, key, ticket.endpoint, ticket.body_hash)
-            if claim.state == "replay" and claim.response is not None:
-                return web.Response(
-                    text=claim.response.body,
-                    status=claim.response.status,
-                    content_type="application/json",
-                    headers={REPLAY_HEADER: "true"},
-                )
-            if claim.state != "new":
-                error = _key_error(claim, key)
-                await self._refuse(draft, error, None)
-                raise error
+    async def place(self, command: Command[OrderPlacement], ticket: OrderTicket) -> OrderPlacement | web.Response:
+        """Place an order through ``PLACE_RULES`` in order; a replayed Idempotency-Key returns the stored answer."""
+        attempt = _Attempt(command, ticket)
+        assert attempt.row.action is JournalAction.PLACE
         try:
-            preview, release_slot = await self._admit(ticket)
+            for rule in self.PLACE_RULES:
+                await rule.step(self, attempt)
+                if attempt.answer is not None:
+                    return attempt.answer
         except FtdeskError as exc:
-            await self._refuse(draft, exc, key)
+            await self._refused(attempt, exc)
             raise
-        self._places_in_flight += 1  # no await since the gate: a halt now waits for this place's answer
-        self._settled.clear()
-        try:
-            return await self._send(ticket, preview, run, operation)
         finally:
-            release_slot()  # the broker answered (or the place stopped): its order, if any, is now listed
-            self._places_in_flight -= 1
-            if not self._places_in_flight:
-                self._settled.set()
+            attempt.release_slot()  # the broker answered (or the place stopped): its order, if any, is now listed
+            if attempt.in_flight:
+                self._in_flight.leave()
+        raise AssertionError("the last place rule sends the order")  # pragma: no cover
 
-    async def _send(
-        self,
-        ticket: OrderTicket,
-        preview: BoundPreview,
-        run: Runner[OrderPlacement],
-        operation: Operation[OrderPlacement],
-    ) -> OrderPlacement:
-        key = ticket.idempotency_key
-        entry_id = await self._begin(ticket, preview=preview)
-        late = self._late_refusal()
-        if late is not None:
-            self.previews.release(preview)
-            await self._finish(entry_id, Outcome.REFUSED, late, key=key, response=None)
-            raise late
+    async def _refused(self, attempt: _Attempt, error: FtdeskError) -> None:
+        """Journal a place a rule refused and free what it held (its preview, its Idempotency-Key)."""
+        if attempt.recorded:
+            return
+        if attempt.preview is not None:
+            self.previews.release(attempt.preview)
+        key = attempt.ticket.idempotency_key
+        if attempt.entry_id is None:
+            await self._recorder.refuse(attempt.ticket.draft(attempt.command), error, key if attempt.owns_key else None)
+        else:
+            await self._recorder.finish(attempt.entry_id, Outcome.REFUSED, error, key=key, response=None)
 
+    # The steps of a place, in the order of PLACE_RULES below. Each raises its refusal or lets the place go on.
+
+    async def _idempotency_key(self, attempt: _Attempt) -> None:
+        key = attempt.ticket.idempotency_key
+        if key is None:
+            return
+        claim = await self._recorder.claim_key(key, attempt.ticket.endpoint, attempt.ticket.body_hash)
+        if claim.state == "replay" and claim.response is not None:
+            attempt.answer = web.Response(
+                text=claim.response.body,
+                status=claim.response.status,
+                content_type="application/json",
+                headers={REPLAY_HEADER: "true"},
+            )
+            return
+        if claim.state != "new":
+            raise _key_error(claim, key)
+        attempt.owns_key = True
+
+    async def _kill_switch_off(self, attempt: _Attempt) -> None:
+        self._guard.check_not_halted()
+
+    async def _risk_limits(self, attempt: _Attempt) -> None:
+        attempt.release_slot = await self._check_risk(
+            order_of(attempt.command), place_conf_nums=attempt.ticket.conf_nums
+        )
+
+    async def _live_gate(self, attempt: _Attempt) -> None:
+        if not self._live.enabled:
+            raise LiveTradingDisabled(LIVE_TRADING_OFF)
+
+    async def _bound_preview(self, attempt: _Attempt) -> None:
+        assert attempt.row.kind is not None
+        ticket = attempt.ticket
+        ttl = self._settings.current.preview_ttl  # read per place: the tray may change it while running
+        attempt.preview = self.previews.claim(attempt.row.kind, ticket.conf_nums, ticket.fields, ttl)
+        self._guard.limits.count_place()  # it passed every check: it counts toward the places per minute
+        # No await since the halt check of the risk step: a halt from now on waits for this place's answer.
+        self._in_flight.enter()
+        attempt.in_flight = True
+
+    async def _journal_row(self, attempt: _Attempt) -> None:
+        try:
+            attempt.entry_id = await self._recorder.begin(attempt.command, attempt.ticket)
+        except InternalError:
+            assert attempt.preview is not None
+            self.previews.release(attempt.preview)
+            attempt.recorded = True  # nothing to record in a journal that cannot be written; the key is freed
+            raise
+
+    async def _last_look(self, attempt: _Attempt) -> None:
+        # The risk step's broker reads and the journal write take time; no place whose row is newer than a halt
+        # or a switch to dry-run goes out.
+        if self._guard.halted:
+            raise self._guard.halted_error()
+        if not self._live.enabled:
+            raise LiveTradingDisabled(LIVE_TRADING_OFF)
+
+    async def _broker_once(self, attempt: _Attempt) -> None:
+        attempt.recorded = True  # from here this step writes the outcome itself, whatever happens
+        assert attempt.preview is not None and attempt.entry_id is not None
+        preview, entry_id, key = attempt.preview, attempt.entry_id, attempt.ticket.idempotency_key
         reached = False
 
-        async def tracked(orders: OrdersApi) -> OrderPlacement:
+        def sent(broker: Any) -> Awaitable[OrderPlacement]:
             nonlocal reached
             reached = True
-            return await operation(orders)
+            return send(broker.orders, attempt.command)
 
         try:
-            placement = await run(tracked)
+            placement = await self._session.run(sent, retry_on_expiry=False)
         except asyncio.CancelledError:
-            if reached:
-                self.previews.consume(preview)
-            else:
-                self.previews.release(preview)
-            self._finish_later(entry_id, Outcome.UNKNOWN if reached else Outcome.ERROR, key)
+            (self.previews.consume if reached else self.previews.release)(preview)
+            self._recorder.finish_later(entry_id, Outcome.UNKNOWN if reached else Outcome.ERROR, key)
             raise
         except Exception as exc:
-            error = exc if isinstance(exc, FtdeskError) else self._unexpected(ticket, exc)
-            if reached:
-                self.previews.consume(preview)
-            else:
-                self.previews.release(preview)
-            outcome = _outcome(error) if reached else Outcome.ERROR
+            error = exc if isinstance(exc, FtdeskError) else self._unexpected(attempt.ticket, exc)
+            (self.previews.consume if reached else self.previews.release)(preview)
+            outcome = outcome_of(error) if reached else Outcome.ERROR
             response = _stored(error) if reached and key is not None else None
-            await self._finish(entry_id, outcome, error, key=key, response=response)
+            await self._recorder.finish(entry_id, outcome, error, key=key, response=response)
             if error is exc:
                 raise
             raise error from None
         self.previews.consume(preview)
         response = StoredResponse(200, ok_response(placement).text or "") if key is not None else None
-        await self._finish(
+        await self._recorder.finish(
             entry_id,
             Outcome.ACCEPTED,
             None,
-            conf_nums=_conf_nums_of(placement),
+            conf_nums=conf_nums_of(placement),
             message=placement.message or None,
             key=key,
             response=response,
         )
-        return placement
-
-    def _late_refusal(self) -> FtdeskError | None:
-        """Return the refusal of a place whose row is written: a halt or a live switch turned off since the request.
-
-        The gate's broker reads and the journal write take time; no place whose row is newer than a halt or a
-        switch to dry-run goes out.
-        """
-        if self.guard is not None and self.guard.halted:
-            return self.guard.halted_error()
-        if self.live_now is not None and not self.live_now():
-            return LiveTradingDisabled(LIVE_TRADING_OFF)
-        return None
-
-    async def _admit(self, ticket: OrderTicket) -> tuple[BoundPreview, Callable[[], None]]:
-        """Apply the safety guard and the live gate, then claim the bound preview (all before any broker call).
-
-        Return the preview and the release of the open-order slot the place holds until the broker answers.
-        """
-        release_slot = await self._gate(ticket, place=True)
-        try:
-            if not ticket.live_trading:
-                raise LiveTradingDisabled(LIVE_TRADING_OFF)
-            assert ticket.kind is not None
-            claimed = self.previews.claim(ticket.kind, ticket.conf_nums, ticket.fields, ticket.preview_ttl)
-        except BaseException:
-            release_slot()
-            raise
-        if self.guard is not None:
-            self.guard.limits.count_place()  # it passed every check: it counts toward the places per minute
-        return claimed, release_slot
+        attempt.answer = placement
 
     def _unexpected(self, ticket: OrderTicket, exc: Exception) -> InternalError:
         log.error(
@@ -357,69 +356,82 @@ class OrderDesk:
             f"placing again; the service log has the details under request id {ticket.request_id}"
         )
 
-    # --- journal writes -----------------------------------------------------------------------------------
+    # The one statement of the place rules, in the order they apply; the served description is made from it.
+    PLACE_RULES: ClassVar[tuple[PlaceRule, ...]] = (
+        PlaceRule(
+            "Idempotency-Key",
+            (IdempotencyKeyReused, Conflict),
+            "(optional header) the same key and body return the first answer without a second order (also after a "
+            "restart, with `Idempotent-Replayed: true`); another body with the key is refused, and so is the key "
+            "while its first request is in flight.",
+            _idempotency_key,
+        ),
+        PlaceRule(
+            "Kill switch",
+            (TradingHalted,),
+            "while trading is halted (tray, or POST /api/v1/safety/halt) every place is refused.",
+            _kill_switch_off,
+        ),
+        PlaceRule(
+            "Risk limits",
+            (RiskLimitExceeded,),
+            "the order is checked against the local limits (size, notional, price distance, places per minute, "
+            "open orders, symbol list, daily loss; GET /api/v1/safety/limits). An account past the daily loss limit "
+            "halts trading and cancels the open orders first.",
+            _risk_limits,
+        ),
+        PlaceRule(
+            "Live gate",
+            (LiveTradingDisabled,),
+            "while live trading is off (dry-run, FTSERVICE_LIVE_TRADING=false, the default, or switched off in the "
+            "tray) the place is refused.",
+            _live_gate,
+        ),
+        PlaceRule(
+            "Bound preview",
+            (PreviewRequired, PreviewMismatch),
+            "the body must carry the conf_num{s} of a preview this service made at {preview} within "
+            "FTSERVICE_PREVIEW_TTL seconds (default 300), not used before, with the same fields "
+            "(`details.reason` is missing, unknown, expired, already_used or in_use; on a mismatch `details.fields` "
+            "lists each differing field with the previewed and the given value). Previews do not survive a restart.",
+            _bound_preview,
+        ),
+        PlaceRule(
+            "Journal",
+            (InternalError,),
+            "the place is written to the order journal (GET /api/v1/orders/journal) before the broker is called; "
+            "if it cannot be written, nothing is sent.",
+            _journal_row,
+        ),
+        PlaceRule(
+            "Last look",
+            (TradingHalted, LiveTradingDisabled),
+            "a halt or a switch to dry-run that came while the checks above ran still stops the place.",
+            _last_look,
+        ),
+        PlaceRule(
+            "Broker, once",
+            (OrderRejected, SessionExpired),
+            "the order is sent once and never retried; the answer is written to the journal. The preview is used "
+            "up by the first place that reaches the broker, even if the broker rejects the order (`details.reason`, "
+            "`details.broker_code`, `details.broker_message`): preview again to try again. An expired session "
+            "answers SESSION_EXPIRED: preview and place again once the session is back.",
+            _broker_once,
+        ),
+    )
 
-    async def _begin(self, ticket: OrderTicket, *, preview: BoundPreview | None = None) -> int:
-        """Write the ``pending`` row; if that fails, nothing is sent to the broker."""
-        try:
-            return await asyncio.to_thread(self.journal.begin, ticket.draft())
-        except Exception:
-            log.exception("The order journal could not be written (request %s)", ticket.request_id)
-            if preview is not None:
-                self.previews.release(preview)
-            if ticket.idempotency_key is not None:
-                try:
-                    await asyncio.to_thread(self.journal.release_key, ticket.idempotency_key)
-                except Exception:
-                    log.exception("Could not free Idempotency-Key of request %s", ticket.request_id)
-            raise InternalError(
-                "The order journal could not be written, so nothing was sent to the broker; "
-                f"the service log has the details under request id {ticket.request_id}"
-            ) from None
 
-    async def _refuse(self, draft: JournalDraft, error: FtdeskError, release_key: str | None) -> None:
-        try:
-            await asyncio.to_thread(
-                self.journal.record,
-                draft,
-                Outcome.REFUSED,
-                error_code=spec_for(error).code,
-                message=error.message,
-                release_key=release_key,
-            )
-        except Exception:  # the refusal stands even when it cannot be written down
-            log.exception("Could not journal a refused order request (request %s)", draft.request_id)
+def place_rules(preview: str, plural: bool = False) -> str:
+    """Return the served description of a place's safety rules, made from ``OrderDesk.PLACE_RULES``."""
+    items = "\n".join(f"{n}. {rule.describe()}" for n, rule in enumerate(OrderDesk.PLACE_RULES, start=1))
+    text = (
+        "\n\nSafety, in this order (the first rule that refuses ends the request; every attempt, refused ones "
+        f"included, is in the order journal):\n{items}"
+    )
+    return text.replace("{preview}", preview).replace("{s}", "s" if plural else "")
 
-    async def _finish(
-        self,
-        entry_id: int,
-        outcome: Outcome,
-        error: FtdeskError | None,
-        *,
-        conf_nums: list[str] | None = None,
-        message: str | None = None,
-        key: str | None = None,
-        response: StoredResponse | None = None,
-    ) -> None:
-        try:
-            await asyncio.to_thread(
-                self.journal.finish,
-                entry_id,
-                outcome,
-                conf_nums=conf_nums,
-                error_code=spec_for(error).code if error else None,
-                message=error.message if error else message,
-                key=key,
-                response=response,
-            )
-        except Exception:  # the broker's answer must still reach the client; the row stays 'pending'
-            log.exception("Could not journal the outcome of order journal entry %d", entry_id)
 
-    def _finish_later(self, entry_id: int, outcome: Outcome, key: str | None) -> None:
-        """Record the outcome of a request cancelled mid-call (shutdown) without awaiting in the cancelled task."""
-        message = "The request was cancelled while the broker call was in flight: check GET /api/v1/orders/status"
-        task = asyncio.get_running_loop().create_task(
-            self._finish(entry_id, outcome, None, message=message, key=key, response=None)
-        )
-        self._late_writes.add(task)
-        task.add_done_callback(self._late_writes.discard)
+PLACE_ERRORS: tuple[type[FtdeskError], ...] = tuple(
+    dict.fromkeys(cls for rule in OrderDesk.PLACE_RULES for cls in rule.refusals if cls is not InternalError)
+)
+"""Every refusal a place rule can answer with (the error responses each place operation documents)."""

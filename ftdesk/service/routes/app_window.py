@@ -6,27 +6,16 @@ so. The handler only calls ``show``, which the tray turns into a Qt signal, so n
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
-
-from aiohttp import web
 from pydantic import BaseModel, Field
 
+from ftdesk.service.context import DESKTOP_WINDOW, DesktopWindow
 from ftdesk.service.web.routing import Call, RouteTable
+
+__all__ = ("DESKTOP_WINDOW", "HEADLESS_REASON", "DesktopWindow", "routes")
 
 routes = RouteTable(tag="app")
 
 HEADLESS_REASON = "ftdesk runs headless (--headless): there is no window to show"
-
-
-@dataclass(frozen=True)
-class DesktopWindow:
-    """The tray app's window, as the service sees it: something to show."""
-
-    show: Callable[[], None]
-
-
-DESKTOP_WINDOW = web.AppKey("ftdesk_desktop_window", DesktopWindow)
 
 
 class WindowShown(BaseModel):

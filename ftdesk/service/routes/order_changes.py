@@ -6,8 +6,6 @@ journaled, needs no preview and is never gated by dry-run mode.
 
 from __future__ import annotations
 
-import functools
-
 from aiohttp import web
 
 from ftdesk.domain import errors as e
@@ -25,15 +23,20 @@ from ftdesk.service.orders.bodies import (
     ReplacePlaceBody,
     ReplacePreviewBody,
 )
-from ftdesk.service.orders.journal import JournalAction
-from ftdesk.service.orders.previews import OrderKind
-from ftdesk.service.routes.common import context, in_orders
+from ftdesk.service.orders.commands import (
+    CancelOrder,
+    PlaceConditionalReplace,
+    PlaceReplace,
+    PreviewCancel,
+    PreviewConditionalReplace,
+    PreviewReplace,
+)
 from ftdesk.service.routes.order_tickets import (
     PLACE_ERRORS,
     PLACE_OPENAPI,
     PREVIEW_ERRORS,
+    cancel,
     document,
-    order_ticket,
     path_id,
     place,
     place_rules,
@@ -68,12 +71,7 @@ async def preview_cancel(call: Call[CancelBody, None]) -> CancelPreview:
     `details[0].allowed`.
     """
     conf_num, body = path_id(call, "conf_num"), call.body
-    ticket = order_ticket(call, JournalAction.CANCEL_PREVIEW, None, conf_nums=(conf_num,))
-    return await context(call).orders.journaled(
-        ticket,
-        functools.partial(in_orders, call),
-        lambda orders: orders.preview_cancel(conf_num, body.acct_num, body.action_code),
-    )
+    return await cancel(call, PreviewCancel(conf_num, body.acct_num, body.action_code), conf_num)
 
 
 @routes.post(
@@ -102,12 +100,7 @@ async def cancel_order(call: Call[CancelBody, None]) -> CancelResult:
     order's status; when the status cannot be read the cancel goes out unchecked (a cancel is never blocked).
     """
     conf_num, body = path_id(call, "conf_num"), call.body
-    ticket = order_ticket(call, JournalAction.CANCEL, None, conf_nums=(conf_num,))
-    return await context(call).orders.journaled(
-        ticket,
-        functools.partial(in_orders, call),
-        lambda orders: orders.cancel_order(conf_num, body.acct_num, body.action_code),
-    )
+    return await cancel(call, CancelOrder(conf_num, body.acct_num, body.action_code), conf_num)
 
 
 # --- cancel-replace, conditional replace -----------------------------------------------------------------------
@@ -130,8 +123,7 @@ async def preview_replace(call: Call[ReplacePreviewBody, None]) -> OrderPreview:
     may change. Only orders with `replaceable_ind` can be replaced (option orders: cancel and place anew).
     Returns the `conf_num` to place the replace with. Journaled.
     """
-    replace_order = call.body.to_domain()
-    return await preview(call, OrderKind.REPLACE, lambda orders: orders.preview_replace(replace_order))
+    return await preview(call, PreviewReplace(call.body.to_domain()))
 
 
 @routes.post(
@@ -150,8 +142,7 @@ async def place_replace(call: Call[ReplacePlaceBody, None]) -> OrderPlacement | 
 
     The original order becomes REPLACED (`id_detail.replaced_by`) and the new one takes its place.
     """
-    replace_order, conf_num = call.body.to_domain(), call.body.confNum or ""
-    return await place(call, OrderKind.REPLACE, lambda orders: orders.place_replace(replace_order, conf_num))
+    return await place(call, PlaceReplace(call.body.to_domain(), call.body.confNum or ""))
 
 
 @routes.post(
@@ -170,10 +161,7 @@ async def preview_conditional_replace(call: Call[ConditionalReplacePreviewBody, 
     order, same type and number of legs, each replaced leg keeping its symbol and action. Returns one
     conf_num per replaced leg. Journaled.
     """
-    replace_order = call.body.to_domain()
-    return await preview(
-        call, OrderKind.CONDITIONAL_REPLACE, lambda orders: orders.preview_conditional_replace(replace_order)
-    )
+    return await preview(call, PreviewConditionalReplace(call.body.to_domain()))
 
 
 @routes.post(
@@ -193,7 +181,4 @@ async def place_conditional_replace(call: Call[ConditionalReplacePlaceBody, None
     order, atomically: legs waiting for a replaced primary wait for (and trigger on) its replacement, and a
     replaced OCO leg stays one-cancels-other with its partner.
     """
-    replace_order, conf_nums = call.body.to_domain(), list(call.body.conf_nums)
-    return await place(
-        call, OrderKind.CONDITIONAL_REPLACE, lambda orders: orders.place_conditional_replace(replace_order, conf_nums)
-    )
+    return await place(call, PlaceConditionalReplace(call.body.to_domain(), list(call.body.conf_nums)))

@@ -1,7 +1,7 @@
 """Entering orders: preview and place of equity, single-leg option, multi-leg option and conditional orders.
 
-Every place goes through the order desk (Idempotency-Key, live gate, bound preview, journal, one broker
-call); see ``order_tickets`` for the rules in the order they are applied.
+Each handler turns its body into an order command and hands it to the order desk, which applies the safety
+rules (``OrderDesk.PLACE_RULES``, in the order they apply) and makes the one broker call.
 """
 
 from __future__ import annotations
@@ -23,7 +23,16 @@ from ftdesk.service.orders.bodies import (
     OptionPlaceBody,
     OptionPreviewBody,
 )
-from ftdesk.service.orders.previews import OrderKind
+from ftdesk.service.orders.commands import (
+    PlaceConditional,
+    PlaceEquity,
+    PlaceMultiLeg,
+    PlaceOption,
+    PreviewConditional,
+    PreviewEquity,
+    PreviewMultiLeg,
+    PreviewOption,
+)
 from ftdesk.service.routes.order_tickets import (
     PLACE_ERRORS,
     PLACE_OPENAPI,
@@ -60,8 +69,7 @@ async def preview_equity_order(call: Call[EquityPreviewBody, None]) -> OrderPrev
     Previews work in dry-run mode and are journaled. Place with the same fields plus `confNum` within
     FTSERVICE_PREVIEW_TTL seconds.
     """
-    order = call.body.to_domain()
-    return await preview(call, OrderKind.EQUITY, lambda orders: orders.preview_equity_order(order))
+    return await preview(call, PreviewEquity(call.body.to_domain()))
 
 
 @routes.post(
@@ -79,8 +87,7 @@ async def place_equity_order(call: Call[EquityPlaceBody, None]) -> OrderPlacemen
 
     Returns the broker's answer: `conf_num`, the order `status` (OPEN, FILLED, ...) and a message.
     """
-    order, conf_num = call.body.to_domain(), call.body.confNum or ""
-    return await place(call, OrderKind.EQUITY, lambda orders: orders.place_equity_order(order, conf_num))
+    return await place(call, PlaceEquity(call.body.to_domain(), call.body.confNum or ""))
 
 
 # --- single-leg option -------------------------------------------------------------------------------------
@@ -101,8 +108,7 @@ async def preview_option_order(call: Call[OptionPreviewBody, None]) -> OrderPrev
     contracts; `priceTypeCode` defaults to M (market). Whether the trade opens or closes is decided by the
     position held. Returns the `conf_num` to place it with. Works in dry-run mode; journaled.
     """
-    order = call.body.to_domain()
-    return await preview(call, OrderKind.OPTION, lambda orders: orders.preview_option_order(order))
+    return await preview(call, PreviewOption(call.body.to_domain()))
 
 
 @routes.post(
@@ -117,8 +123,7 @@ async def preview_option_order(call: Call[OptionPreviewBody, None]) -> OrderPrev
 @document(place_rules("POST /api/v1/orders/option/preview"))
 async def place_option_order(call: Call[OptionPlaceBody, None]) -> OrderPlacement | web.Response:
     """Place a single-leg option order: the fields of its preview, unchanged, plus that preview's `confNum`."""
-    order, conf_num = call.body.to_domain(), call.body.confNum or ""
-    return await place(call, OrderKind.OPTION, lambda orders: orders.place_option_order(order, conf_num))
+    return await place(call, PlaceOption(call.body.to_domain(), call.body.confNum or ""))
 
 
 # --- multi-leg option --------------------------------------------------------------------------------------
@@ -150,8 +155,7 @@ async def preview_multileg_order(call: Call[MultiLegPreviewBody, None]) -> Order
     `priceTypeCode`, `netPrice`, `debitCredit`, `tifCode`, `confNum`; on a leg `orderActionCode`,
     `positionIntent`), with the same rules; a field given in both spellings, or an unknown field, is a 422.
     """
-    order = call.body.to_domain()
-    return await preview(call, OrderKind.MULTI_LEG, lambda orders: orders.preview_multileg_order(order))
+    return await preview(call, PreviewMultiLeg(call.body.to_domain()))
 
 
 @routes.post(
@@ -166,8 +170,7 @@ async def preview_multileg_order(call: Call[MultiLegPreviewBody, None]) -> Order
 @document(place_rules("POST /api/v1/orders/options/preview"))
 async def place_multileg_order(call: Call[MultiLegPlaceBody, None]) -> OrderPlacement | web.Response:
     """Place a multi-leg option order: the fields of its preview, unchanged, plus that preview's `conf_num`."""
-    order, conf_num = call.body.to_domain(), call.body.conf_num or ""
-    return await place(call, OrderKind.MULTI_LEG, lambda orders: orders.place_multileg_order(order, conf_num))
+    return await place(call, PlaceMultiLeg(call.body.to_domain(), call.body.conf_num or ""))
 
 
 # --- conditional ---------------------------------------------------------------------------------------------
@@ -187,8 +190,7 @@ async def preview_conditional_order(call: Call[ConditionalPreviewBody, None]) ->
     OTO: leg 1 waits until leg 0 is filled. OCO: both work; a fill of one cancels the other. OTOCO: leg 0,
     then legs 1 and 2 as an OCO pair (a bracket). Place it with all the returned `conf_nums`. Journaled.
     """
-    order = call.body.to_domain()
-    return await preview(call, OrderKind.CONDITIONAL, lambda orders: orders.preview_conditional_order(order))
+    return await preview(call, PreviewConditional(call.body.to_domain()))
 
 
 @routes.post(
@@ -207,5 +209,4 @@ async def place_conditional_order(call: Call[ConditionalPlaceBody, None]) -> Ord
     `conf_nums` are all of the preview's, in order (or all but the last, as the upstream SDK sends them).
     The answer's `conf_nums` name every leg.
     """
-    order, conf_nums = call.body.to_domain(), list(call.body.conf_nums)
-    return await place(call, OrderKind.CONDITIONAL, lambda orders: orders.place_conditional_order(order, conf_nums))
+    return await place(call, PlaceConditional(call.body.to_domain(), list(call.body.conf_nums)))

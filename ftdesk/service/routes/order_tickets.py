@@ -1,24 +1,11 @@
-"""How the order routes hand a call to the order desk: tickets, the preview and place runners, shared docs.
+"""How the order routes hand a command to the order desk: tickets, the Idempotency-Key header, shared docs.
 
-Trading safety, in the order the service applies it to a place:
-
-1. Idempotency-Key (optional header on the six place endpoints): a retried place with the same key and
-   body returns the first answer (status and envelope, with ``Idempotent-Replayed: true``) without a second
-   broker call, also after a restart; the key with another body is ``IDEMPOTENCY_KEY_REUSED`` (422); while
-   the first request is in flight it is ``CONFLICT`` (409).
-2. Live gate: while live trading is off (dry-run, the default) a place is ``LIVE_TRADING_DISABLED`` (403)
-   before any broker call. Previews, cancel previews and cancels are never gated.
-3. Bound preview: a place carries the conf_num(s) of an unexpired (FTSERVICE_PREVIEW_TTL), unused preview
-   this service made of the same kind of order with the same fields; otherwise ``PREVIEW_REQUIRED`` or
-   ``PREVIEW_MISMATCH`` (409), before any broker call.
-4. Journal: each preview, place, cancel preview and cancel is written to the order journal before the broker
-   call and updated after it (GET /orders/journal).
-5. No retries: a place is sent to the broker once; if the session expired it answers SESSION_EXPIRED.
+The trading-safety rules of a place, in the order they apply, are ``OrderDesk.PLACE_RULES``
+(``ftdesk.service.orders.desk``); each place operation's served description is generated from that table.
 """
 
 from __future__ import annotations
 
-import functools
 import inspect
 import re
 from collections.abc import Callable, Mapping
@@ -32,13 +19,15 @@ from ftdesk.domain import errors as e
 from ftdesk.domain.orders import OrderPlacement
 from ftdesk.domain.safety import RiskLimitExceeded, TradingHalted
 from ftdesk.service.orders.bodies import OrderBodyMixin
-from ftdesk.service.orders.desk import Operation, OrderTicket, P
-from ftdesk.service.orders.journal import JournalAction
-from ftdesk.service.orders.previews import OrderKind
-from ftdesk.service.routes.common import context, in_orders
+from ftdesk.service.orders.commands import Command
+from ftdesk.service.orders.desk import PLACE_ERRORS as DESK_REFUSALS
+from ftdesk.service.orders.desk import P, place_rules
+from ftdesk.service.orders.recorder import OrderTicket
+from ftdesk.service.routes.common import context
 from ftdesk.service.web.routing import Call
 
 H = TypeVar("H", bound=Callable[..., Any])
+T = TypeVar("T")
 
 IDEMPOTENCY_HEADER = "Idempotency-Key"
 _IDEMPOTENCY_KEY = re.compile(r"[\x21-\x7e]{1,255}")
@@ -51,17 +40,7 @@ PREVIEW_ERRORS: tuple[type[e.FtdeskError], ...] = (
     TradingHalted,
     RiskLimitExceeded,
 )
-PLACE_ERRORS: tuple[type[e.FtdeskError], ...] = (
-    TradingHalted,
-    RiskLimitExceeded,
-    e.OrderRejected,
-    e.LiveTradingDisabled,
-    e.PreviewRequired,
-    e.PreviewMismatch,
-    e.Conflict,
-    e.IdempotencyKeyReused,
-    e.NotFound,
-)
+PLACE_ERRORS: tuple[type[e.FtdeskError], ...] = (*DESK_REFUSALS, e.NotFound)
 PLACE_OPENAPI: Mapping[str, Any] = MappingProxyType(
     {
         "parameters": [
@@ -81,31 +60,7 @@ PLACE_OPENAPI: Mapping[str, Any] = MappingProxyType(
     }
 )
 
-_PLACE_RULES = """
-
-Safety, in this order, all before the broker is called:
-1. `Idempotency-Key` (optional header): the same key and body return the first answer without a second
-   order (also after a restart); another body with the key is `IDEMPOTENCY_KEY_REUSED` (422); while the
-   first request is in flight, `CONFLICT` (409).
-2. Live gate: while live trading is off (dry-run, FTSERVICE_LIVE_TRADING=false, the default, or switched
-   off in the tray) the place is refused with `LIVE_TRADING_DISABLED` (403).
-3. Bound preview: the body must carry the conf_num{s} of a preview this service made at {preview} within
-   FTSERVICE_PREVIEW_TTL seconds (default 300), not used before, with the same fields. Otherwise
-   `PREVIEW_REQUIRED` (409; `details.reason` is missing, unknown, expired, already_used or in_use) or
-   `PREVIEW_MISMATCH` (409; `details.fields` lists each differing field with the previewed and the given
-   value). Previews do not survive a restart of the service.
-
-The preview is used up by the first place that reaches the broker, even if the broker rejects the order
-(`ORDER_REJECTED`, 422, with `details.reason` and the broker's `details.broker_code` and
-`details.broker_message`): preview again to try again. The place is sent
-once and never retried: when the broker reports an expired session it answers `SESSION_EXPIRED` (preview
-and place again once the session is back).
-Every attempt, refused ones included, is in the order journal (GET /api/v1/orders/journal)."""
-
-
-def place_rules(preview: str, plural: bool = False) -> str:
-    """Return the safety rules of a place endpoint, naming the preview endpoint it binds to."""
-    return _PLACE_RULES.replace("{preview}", preview).replace("{s}", "s" if plural else "")
+__all__ = ("PLACE_ERRORS", "PLACE_OPENAPI", "PREVIEW_ERRORS", "document", "path_id", "place_rules")
 
 
 def document(extra: str) -> Callable[[H], H]:
@@ -143,11 +98,8 @@ def path_id(call: Call[Any, Any], name: str) -> str:
     return value
 
 
-def order_ticket(
-    call: Call[Any, Any], action: JournalAction, kind: OrderKind | None, *, conf_nums: tuple[str, ...] = ()
-) -> OrderTicket:
-    """Describe an order action for the desk: what is asked, its journal facts and the safety inputs."""
-    ctx = context(call)
+def order_ticket(call: Call[Any, Any], *, conf_nums: tuple[str, ...] = (), place: bool = False) -> OrderTicket:
+    """Describe an order request for the desk: who asked, its journal facts and what a place must match."""
     body: OrderBodyMixin = call.body
     given = conf_nums or body.given_conf_nums()
     facts = body.journal_facts()
@@ -156,29 +108,24 @@ def order_ticket(
     return OrderTicket(
         request_id=call.request_id,
         endpoint=f"{call.request.method} {call.request.path}",
-        action=action,
-        kind=kind,
         facts=facts,
         body_hash=body.body_hash(),
-        fields=body.previewed_fields() if kind is not None else {},
+        fields=body.previewed_fields(),
         conf_nums=given,
-        idempotency_key=_idempotency_key(call) if action is JournalAction.PLACE else None,
-        # Read per request: the tray flips live trading and may change the preview lifetime at runtime.
-        live_trading=ctx.live.enabled,
-        preview_ttl=ctx.settings.preview_ttl,
-        order=body.to_domain() if kind is not None and hasattr(body, "to_domain") else None,
+        idempotency_key=_idempotency_key(call) if place else None,
     )
 
 
-async def preview(call: Call[Any, Any], kind: OrderKind, operation: Operation[P]) -> P:
-    """Journal a preview, run it in the session, and remember its conf_num(s) for the place."""
-    run = functools.partial(in_orders, call)
-    return await context(call).orders.preview(order_ticket(call, JournalAction.PREVIEW, kind), run, operation)
+async def preview(call: Call[Any, Any], command: Command[P]) -> P:
+    """Hand a preview to the order desk."""
+    return await context(call).orders.preview(command, order_ticket(call))
 
 
-async def place(
-    call: Call[Any, Any], kind: OrderKind, operation: Operation[OrderPlacement]
-) -> OrderPlacement | web.Response:
-    """Place through the desk: Idempotency-Key, live gate, bound preview, journal, one broker call."""
-    run = functools.partial(in_orders, call, retry_on_expiry=False)
-    return await context(call).orders.place(order_ticket(call, JournalAction.PLACE, kind), run, operation)
+async def place(call: Call[Any, Any], command: Command[OrderPlacement]) -> OrderPlacement | web.Response:
+    """Hand a place to the order desk (its rules: ``OrderDesk.PLACE_RULES``)."""
+    return await context(call).orders.place(command, order_ticket(call, place=True))
+
+
+async def cancel(call: Call[Any, Any], command: Command[T], conf_num: str) -> T:
+    """Hand a cancel or cancel preview of the order in the path to the order desk (never gated)."""
+    return await context(call).orders.cancel(command, order_ticket(call, conf_nums=(conf_num,)))

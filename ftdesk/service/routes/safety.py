@@ -11,7 +11,6 @@ from pydantic import Field
 from ftdesk.domain.base import Record
 from ftdesk.domain.safety import HaltOutcome, HaltState, LimitUsage, RiskLimits, SafetyState
 from ftdesk.service.routes.common import context
-from ftdesk.service.safety.sweep import halt_trading, resume_trading, safety_state
 from ftdesk.service.web.routing import BodyModel, Call, RouteTable, read_json_body, validate_json
 
 routes = RouteTable(tag="safety")
@@ -73,7 +72,7 @@ async def halt(call: Call[None, None]) -> HaltOutcome:
         body = validate_json(HaltBody, await read_json_body(call.request), "body")
         assert isinstance(body, HaltBody)
         reason = body.reason
-    return await halt_trading(context(call), "api", reason)
+    return await context(call).kill_switch.halt("api", reason)
 
 
 @routes.post("/safety/resume", summary="Resume trading", response=HaltState)
@@ -84,7 +83,7 @@ async def resume(call: Call[None, None]) -> HaltState:
     resumes still cannot place until the trader turns live trading on in the tray (the same confirmation as
     ever). That is why this endpoint asks for no further confirmation. Journaled (action `resume`).
     """
-    return await resume_trading(context(call), "api")
+    return await context(call).kill_switch.resume("api")
 
 
 @routes.get("/safety", summary="Safety state", response=SafetyState)
@@ -92,7 +91,7 @@ async def get_safety(call: Call[None, None]) -> SafetyState:
     """Report the kill switch (halted, since, by whom, why), whether live trading is on and its last change
     (on or off, by whom: tray, settings, halt, startup; when), the risk limits and today's usage of them.
     """
-    return safety_state(context(call))
+    return context(call).kill_switch.state()
 
 
 @routes.get("/safety/limits", summary="Risk limits and usage", response=SafetyLimits)
@@ -101,5 +100,5 @@ async def get_limits(call: Call[None, None]) -> SafetyLimits:
     orders (as last read), today's P&L per account (as last read) and the accounts whose loss limit halted
     trading today. The limits are set in the settings (tray) or `FTSERVICE_*`; the API cannot change them.
     """
-    state = safety_state(context(call))
+    state = context(call).kill_switch.state()
     return SafetyLimits(limits=state.limits, usage=state.usage)

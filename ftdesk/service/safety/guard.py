@@ -1,12 +1,15 @@
-"""The safety guard: the kill switch's state, the live switch's audit trail, and the gate the order desk asks.
+"""The safety guard: the kill switch's state, the live switch's audit trail, and the checks the order desk asks.
 
-``SafetyGuard`` holds what ``safety.json`` keeps (``safety.store``) and answers the order desk's question
-"may this preview or place go on?" (``admit``): while halted, no (``TRADING_HALTED``); then the local risk
-limits (``safety.limits``). Cancels never ask. Every halt, resume and live-switch change is written to the
-order journal (actions ``halt``, ``resume``, ``live_switch``) and to the safety file; listeners (the control
-surface, which tells the desktop app) hear of each change.
+``SafetyGuard`` holds what ``safety.json`` keeps (``safety.store``) and answers the order desk's questions
+before a preview or place: is trading halted (``check_not_halted``, ``TRADING_HALTED``), does the order cross a
+local risk limit (``check_limits``, ``safety.limits``), has its account lost more than the daily loss limit
+(``loss_crossed``). Cancels never ask. The limits read the broker through the guard's own ``BrokerReads``
+(``safety.reads``), inside the session. Every halt, resume and live-switch change is written to the order
+journal (actions ``halt``, ``resume``, ``live_switch``) and to the safety file; listeners (the control surface,
+which tells the desktop app) hear of each change.
 
-What a halt does to the orders (cancel every open one) is in ``safety.sweep``; the guard only keeps the state.
+What a halt does to the orders (cancel every open one) is ``safety.sweep.KillSwitch``; the guard only keeps the
+state, so the guard needs nothing of the order desk and the desk and the kill switch are built after it.
 """
 
 from __future__ import annotations
@@ -15,17 +18,18 @@ import asyncio
 import dataclasses
 import logging
 import uuid
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from ftdesk.config import Settings
 from ftdesk.domain.clock import Clock, trading_day
 from ftdesk.domain.safety import HaltState, LiveSwitchChange, RiskLimitExceeded, TradingHalted, limit_details
 from ftdesk.service.orders.journal import JournalAction, JournalDraft, OrderFacts, OrderJournal, Outcome
 from ftdesk.service.safety.limits import LimitChecker, order_lines
 from ftdesk.service.safety.reads import BrokerReads
 from ftdesk.service.safety.store import SafetyRecord, SafetyStore
+from ftdesk.service.switches import SettingsHolder
 
 log = logging.getLogger(__name__)
 
@@ -34,37 +38,68 @@ HALTED_MESSAGE = (
     "resumes in the tray or with POST /api/v1/safety/resume. Cancels still work."
 )
 
-LiveSwitcher = Callable[[bool, str], None]
-"""Switches live trading (``ServiceControl.set_live_trading``): enabled, source."""
-Halter = Callable[[str, str | None], Awaitable[object]]
-"""Pulls the kill switch (``safety.sweep.halt_trading`` on the running service): source, reason."""
+
+@dataclass(frozen=True)
+class LossCrossing:
+    """An account that lost more than the daily loss limit today: the halt's reason and the order's refusal."""
+
+    acct_num: str
+    limit: float
+    loss: float
+
+    @property
+    def reason(self) -> str:
+        """Return why trading halts, for the journal and the log."""
+        return f"account {self.acct_num} lost ${self.loss:,.2f} today, over the daily loss limit ${self.limit:,.2f}"
+
+    def refusal(self) -> RiskLimitExceeded:
+        """Return the refusal of the order that found the crossing (trading is halted by then)."""
+        return RiskLimitExceeded(
+            f"Risk limit daily_loss_limit ({self.limit}): {self.reason}; trading is halted and open orders were "
+            "canceled. Resume in the tray or with POST /api/v1/safety/resume",
+            details=limit_details("daily_loss_limit", self.limit, self.loss, acct_num=self.acct_num, halted=True),
+        )
 
 
 class SafetyGuard:
     """The kill switch's state, persisted; the audit of the live switch; the halt check of the order desk."""
 
-    def __init__(self, store: SafetyStore, journal: OrderJournal, clock: Clock, record: SafetyRecord) -> None:
+    def __init__(
+        self,
+        store: SafetyStore,
+        journal: OrderJournal,
+        clock: Clock,
+        record: SafetyRecord,
+        *,
+        settings: SettingsHolder | None = None,
+        reads: BrokerReads | None = None,
+    ) -> None:
         self._store = store
         self._journal = journal
         self._clock = clock
         self._record = record
         self._listeners: list[Callable[[], None]] = []
-        self._switch_live: LiveSwitcher | None = None
         self._writes: set[asyncio.Task[None]] = set()
         self.halt_lock = asyncio.Lock()  # one halt or resume at a time
         self._save_lock = asyncio.Lock()  # one write of the safety file at a time, so the newest is the last
-        self._settings: Callable[[], Settings] | None = None
-        self._reads: BrokerReads | None = None
-        self._halt: Halter | None = None
-        self.limits = LimitChecker(clock, lambda: self._settings() if self._settings else None)
+        self._reads = reads
+        self.limits = LimitChecker(clock, lambda: settings.current if settings is not None else None)
 
     @classmethod
-    async def open(cls, store: SafetyStore, journal: OrderJournal, clock: Clock) -> SafetyGuard:
+    async def open(
+        cls,
+        store: SafetyStore,
+        journal: OrderJournal,
+        clock: Clock,
+        *,
+        settings: SettingsHolder | None = None,
+        reads: BrokerReads | None = None,
+    ) -> SafetyGuard:
         """Read the safety file (off the loop) and return the guard in the state it keeps."""
         record = await asyncio.to_thread(store.load, clock.now())
         if record.halt.halted:
             log.warning("Trading is halted since %s (by %s): kept from the last run", record.halt.since, record.halt.by)
-        return cls(store, journal, clock, record)
+        return cls(store, journal, clock, record, settings=settings, reads=reads)
 
     async def close(self) -> None:
         """Finish the audit writes still in flight."""
@@ -103,79 +138,49 @@ class SafetyGuard:
 
         return remove
 
-    def bind_live_switch(self, switch: LiveSwitcher | None) -> None:
-        """Let a halt turn live trading off through the control surface (the one place that switches it)."""
-        self._switch_live = switch
+    # --- the checks ----------------------------------------------------------------------------------------
 
-    def switch_live_off(self, source: str) -> None:
-        """Turn live trading off through the bound switch (nothing bound: places stay refused by the halt)."""
-        if self._switch_live is not None:
-            self._switch_live(False, source)
-
-    def bind(self, settings: Callable[[], Settings], reads: BrokerReads, halt: Halter) -> None:
-        """Give the guard the settings it reads limits from, its broker reads and the halt (composition root)."""
-        self._settings, self._reads, self._halt = settings, reads, halt
-
-    # --- the gate ------------------------------------------------------------------------------------------
-
-    async def admit(
+    async def check_limits(
         self, order: object | None, *, place_conf_nums: tuple[str, ...] | None = None
     ) -> Callable[[], None]:
-        """Refuse a preview or place while halted, or when the order crosses a risk limit (before any order call).
+        """Refuse an order that crosses a local risk limit (``RISK_LIMIT``), reading the broker as the limits need.
 
-        The halt is checked again after the limits' broker reads: a halt that arrived meanwhile wins. A place
-        let through (``place_conf_nums``: its preview's) holds an open-order slot (``limits.check``) until the
-        returned release is called.
+        A place let through (``place_conf_nums``: its preview's) holds an open-order slot (``limits.check``) until
+        the returned release is called.
         """
-        self.check_not_halted()
-        release: Callable[[], None] = _no_slot
-        if order is not None and self._reads is not None:
-            release = await self.limits.check(
-                order, self._reads.quote, self._reads.open_orders, place_conf_nums=place_conf_nums
-            )
-        try:
-            if order is not None and self._reads is not None:
-                await self._check_daily_loss(order, self._reads)
-            self.check_not_halted()
-        except BaseException:
-            release()
-            raise
-        return release
-
-    async def _check_daily_loss(self, order: object, reads: BrokerReads) -> None:
-        """Refuse the order, halting trading, when its account lost more than the daily loss limit today."""
-        lines = order_lines(order)
-        if not lines:
-            return
-        crossed = await self.check_account_loss(lines[0].acct_num, reads)
-        if crossed is None:
-            return
-        limit, loss, reason = crossed
-        raise RiskLimitExceeded(
-            f"Risk limit daily_loss_limit ({limit}): {reason}; trading is halted and open orders were canceled. "
-            "Resume in the tray or with POST /api/v1/safety/resume",
-            details=limit_details("daily_loss_limit", limit, loss, acct_num=lines[0].acct_num, halted=True),
+        if order is None or self._reads is None:
+            return _no_slot
+        return await self.limits.check(
+            order, self._reads.quote, self._reads.open_orders, place_conf_nums=place_conf_nums
         )
 
-    async def check_account_loss(self, acct: str, reads: BrokerReads) -> tuple[float, float, str] | None:
-        """Halt trading (source ``daily-loss-limit``) when the account lost more than the limit today.
+    async def loss_crossed(self, order: object | None) -> LossCrossing | None:
+        """Return the crossing when the order's account lost more than the daily loss limit today (then halt)."""
+        lines = order_lines(order) if order is not None else []
+        if not lines:
+            return None
+        return await self.check_account_loss(lines[0].acct_num)
 
-        Return the limit, the loss and the reason when it halted. It halts once per account and day: after the
-        trader resumes, the same day's loss does not halt again.
+    async def account_numbers(self) -> list[str]:
+        """Return the account numbers of the session (what the loss watch checks)."""
+        return [] if self._reads is None else await self._reads.account_numbers()
+
+    async def check_account_loss(self, acct: str) -> LossCrossing | None:
+        """Return the crossing when the account lost more than the limit today; the caller halts trading.
+
+        A crossing is reported once per account and day: after the trader resumes, the same day's loss does not
+        halt again.
         """
         limit = self.limits.limits.daily_loss_limit
-        if limit is None:
+        if limit is None or self._reads is None:
             return None
-        pnl = await reads.pnl(acct)
+        pnl = await self._reads.pnl(acct)
         self.limits.pnl[acct] = pnl
         loss = -pnl.total
         if loss <= limit or self._record.loss_halted_on(acct) == trading_day(self._clock.now()):
             return None
         await self.note_loss_halt(acct)
-        reason = f"account {acct} lost ${loss:,.2f} today, over the daily loss limit ${limit:,.2f}"
-        if self._halt is not None:
-            await self._halt("daily-loss-limit", reason)
-        return limit, loss, reason
+        return LossCrossing(acct_num=acct, limit=limit, loss=loss)
 
     def check_not_halted(self) -> None:
         """Raise ``TradingHalted`` while the kill switch is on."""

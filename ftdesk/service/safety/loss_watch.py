@@ -16,7 +16,7 @@ import logging
 from ftdesk.domain.clock import Clock
 from ftdesk.domain.errors import FtdeskError
 from ftdesk.service.safety.guard import SafetyGuard
-from ftdesk.service.safety.reads import BrokerReads
+from ftdesk.service.safety.sweep import KillSwitch
 
 log = logging.getLogger(__name__)
 
@@ -27,9 +27,9 @@ LOSS_WATCH_SECONDS = 30.0
 class LossWatch:
     """Checks every account against the daily loss limit on the service clock."""
 
-    def __init__(self, guard: SafetyGuard, reads: BrokerReads, clock: Clock) -> None:
+    def __init__(self, guard: SafetyGuard, kill_switch: KillSwitch, clock: Clock) -> None:
         self._guard = guard
-        self._reads = reads
+        self._kill_switch = kill_switch
         self._clock = clock
         self._task: asyncio.Task[None] | None = None
 
@@ -58,7 +58,9 @@ class LossWatch:
 
     async def check_all(self) -> None:
         """Check each account once; stop at the first that halts trading."""
-        for acct in await self._reads.account_numbers():
-            if await self._guard.check_account_loss(acct, self._reads) is not None:
+        for acct in await self._guard.account_numbers():
+            crossed = await self._guard.check_account_loss(acct)
+            if crossed is not None:
+                await self._kill_switch.halt("daily-loss-limit", crossed.reason)
                 log.warning("Daily loss limit crossed on account %s: trading halted", acct)
                 return

@@ -4,9 +4,9 @@ A halt, in this order:
 
 1. turns the kill switch on, in memory first and then in ``safety.json``: from that moment every new preview
    and place is refused with ``TRADING_HALTED``;
-2. turns live trading off through the control surface (source ``halt``);
+2. turns live trading off (the live switch, source ``halt``; its listeners audit it and tell the desktop app);
 3. waits for the places already past the gate to get the broker's answer, so an order they create is seen;
-4. lists the working orders of every account and cancels each one through the order desk (journaled, never
+4. lists the working orders of every account and cancels each one through the order journal (journaled, never
    gated, never retried: one cancel call per order); an order that a linked cancel already ended is not a
    failure; then it lists once more and cancels what is still working (a conditional leg that became live);
 5. journals one ``halt`` row naming who asked, what was canceled and every cancel that failed and why.
@@ -20,20 +20,19 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from typing import TypeVar
 
 from ftdesk.domain.errors import FtdeskError
 from ftdesk.domain.orders import Order
 from ftdesk.domain.safety import CanceledOrder, CancelFailure, HaltOutcome, HaltState, SafetyState
-from ftdesk.service.context import ServiceContext
-from ftdesk.service.orders.desk import Operation
 from ftdesk.service.orders.journal import JournalAction
-from ftdesk.service.orders.listed_cancels import cancel_listed_order
+from ftdesk.service.orders.listed_cancels import listed_cancel
+from ftdesk.service.orders.recorder import OrderRecorder, PlacesInFlight
+from ftdesk.service.safety.guard import SafetyGuard
+from ftdesk.service.session import SessionManager
+from ftdesk.service.switches import LiveTradingSwitch
 from ftdesk.service.web.errors import spec_for
 
 log = logging.getLogger(__name__)
-
-T = TypeVar("T")
 
 SETTLE_SECONDS = 30.0
 """Longest a halt waits for places already at the broker before it lists the open orders anyway."""
@@ -48,60 +47,6 @@ def _failure(error: FtdeskError, order: Order | None) -> CancelFailure:
         error_code=spec_for(error).code,
         message=error.message,
     )
-
-
-async def _once(ctx: ServiceContext, operation: Operation[T]) -> T:
-    """Run one orders call in the session, never twice (no retry after an expiry)."""
-    return await ctx.session.run(lambda broker: operation(broker.orders), retry_on_expiry=False)
-
-
-async def _working(ctx: ServiceContext) -> list[Order]:
-    orders = await _once(ctx, lambda group: group.get_order_status(None))
-    return [order for order in orders if order.status_detail.status.is_working]
-
-
-async def _cancel(ctx: ServiceContext, order: Order, request_id: str, source: str) -> None:
-    await cancel_listed_order(ctx, order, request_id=request_id, endpoint=f"HALT cancel ({source})")
-
-
-async def cancel_everything(
-    ctx: ServiceContext, request_id: str, source: str
-) -> tuple[list[CanceledOrder], list[CancelFailure]]:
-    """Cancel every working order on every account; return what was canceled and what failed, with why."""
-    canceled: list[CanceledOrder] = []
-    failed: dict[str, tuple[Order, FtdeskError]] = {}
-    attempted: set[str] = set()
-    for _sweep in range(SWEEPS):
-        try:
-            working = await _working(ctx)
-        except FtdeskError as exc:
-            return canceled, [_failure(exc, None)]  # not logged in, broker down: nothing could be listed
-        still = {order.id_detail.conf_num for order in working}
-        for conf_num in list(failed):
-            if conf_num not in still:
-                del failed[conf_num]  # ended meanwhile (a linked cancel, a fill): not a failure
-        todo = [order for order in working if order.id_detail.conf_num not in attempted]
-        if not todo:
-            break
-        for order in todo:
-            attempted.add(order.id_detail.conf_num)
-            try:
-                await _cancel(ctx, order, request_id, source)
-            except FtdeskError as exc:
-                failed[order.id_detail.conf_num] = (order, exc)
-                continue
-            canceled.append(
-                CanceledOrder(
-                    conf_num=order.id_detail.conf_num, acct_num=order.acct_num, symbol=order.order_detail.symbol
-                )
-            )
-    if failed:  # one last look: an order that ended by itself after its cancel failed is not left open
-        try:
-            still = {order.id_detail.conf_num for order in await _working(ctx)}
-        except FtdeskError:
-            still = set(failed)
-        failed = {conf_num: item for conf_num, item in failed.items() if conf_num in still}
-    return canceled, [_failure(error, order) for order, error in failed.values()]
 
 
 def _summary(outcome: HaltOutcome, reason: str | None) -> str:
@@ -119,64 +64,124 @@ def _summary(outcome: HaltOutcome, reason: str | None) -> str:
     return "; ".join(parts)
 
 
-async def halt_trading(ctx: ServiceContext, source: str, reason: str | None = None) -> HaltOutcome:
-    """Pull the kill switch: refuse previews and places, live trading off, cancel every open order, journal it."""
-    guard = ctx.safety
-    request_id = f"halt-{uuid.uuid4().hex[:16]}"
-    async with guard.halt_lock:
-        state, already = await guard.set_halted(source, reason)
-        live_was_on = ctx.live.enabled
-        guard.switch_live_off("halt")
-        log.warning("Trading halted by %s%s", source, f" ({reason})" if reason else "")
-        try:
-            await asyncio.wait_for(ctx.orders.settled(), SETTLE_SECONDS)
-        except TimeoutError:
-            log.error("Places still at the broker after %.0f s; the halt lists the open orders anyway", SETTLE_SECONDS)
-        canceled, failures = await cancel_everything(ctx, request_id, source)
-        assert state.since is not None
-        outcome = HaltOutcome(
-            halted_since=state.since,
-            source=source,
-            already_halted=already,
-            live_was_on=live_was_on,
-            canceled=canceled,
-            failures=failures,
-        )
-        await guard.journal(
-            JournalAction.HALT,
-            source,
-            _summary(outcome, reason),
-            conf_nums=tuple(c.conf_num for c in canceled),
-            error_code="CANCEL_FAILED" if failures else None,
-            request_id=request_id,
-        )
-        return outcome
+class KillSwitch:
+    """Halt and resume trading on the running service; built once, before the order desk that may pull it."""
 
+    def __init__(
+        self,
+        guard: SafetyGuard,
+        live: LiveTradingSwitch,
+        session: SessionManager,
+        recorder: OrderRecorder,
+        in_flight: PlacesInFlight,
+    ) -> None:
+        self._guard = guard
+        self._live = live
+        self._session = session
+        self._recorder = recorder
+        self._in_flight = in_flight
 
-async def resume_trading(ctx: ServiceContext, source: str) -> HaltState:
-    """Lift the kill switch (live trading stays off) and journal who did; return the halt that was lifted."""
-    guard = ctx.safety
-    async with guard.halt_lock:
-        before = await guard.set_resumed()
-        if before.halted:
-            since = before.since.isoformat(timespec="seconds") if before.since else "unknown"
-            await guard.journal(
-                JournalAction.RESUME,
-                source,
-                f"Trading resumed by {source} (halted since {since} by {before.by}); live trading stays off until "
-                "turned on in the tray",
+    async def _working(self) -> list[Order]:
+        # One listing, never repeated after a session expiry.
+        orders = await self._session.run(lambda broker: broker.orders.get_order_status(None), retry_on_expiry=False)
+        return [order for order in orders if order.status_detail.status.is_working]
+
+    async def cancel_everything(self, request_id: str, source: str) -> tuple[list[CanceledOrder], list[CancelFailure]]:
+        """Cancel every working order on every account; return what was canceled and what failed, with why."""
+        canceled: list[CanceledOrder] = []
+        failed: dict[str, tuple[Order, FtdeskError]] = {}
+        attempted: set[str] = set()
+        for _sweep in range(SWEEPS):
+            try:
+                working = await self._working()
+            except FtdeskError as exc:
+                return canceled, [_failure(exc, None)]  # not logged in, broker down: nothing could be listed
+            still = {order.id_detail.conf_num for order in working}
+            for conf_num in list(failed):
+                if conf_num not in still:
+                    del failed[conf_num]  # ended meanwhile (a linked cancel, a fill): not a failure
+            todo = [order for order in working if order.id_detail.conf_num not in attempted]
+            if not todo:
+                break
+            for order in todo:
+                attempted.add(order.id_detail.conf_num)
+                try:
+                    command, ticket = listed_cancel(order, request_id=request_id, endpoint=f"HALT cancel ({source})")
+                    await self._recorder.run(command, ticket, self._session, retry_on_expiry=False)
+                except FtdeskError as exc:
+                    failed[order.id_detail.conf_num] = (order, exc)
+                    continue
+                canceled.append(
+                    CanceledOrder(
+                        conf_num=order.id_detail.conf_num, acct_num=order.acct_num, symbol=order.order_detail.symbol
+                    )
+                )
+        if failed:  # one last look: an order that ended by itself after its cancel failed is not left open
+            try:
+                still = {order.id_detail.conf_num for order in await self._working()}
+            except FtdeskError:
+                still = set(failed)
+            failed = {conf_num: item for conf_num, item in failed.items() if conf_num in still}
+        return canceled, [_failure(error, order) for order, error in failed.values()]
+
+    async def halt(self, source: str, reason: str | None = None) -> HaltOutcome:
+        """Pull the kill switch: refuse previews and places, live trading off, cancel every open order, journal it."""
+        guard = self._guard
+        request_id = f"halt-{uuid.uuid4().hex[:16]}"
+        async with guard.halt_lock:
+            state, already = await guard.set_halted(source, reason)
+            live_was_on = self._live.enabled
+            self._live.set(False, "halt")
+            log.warning("Trading halted by %s%s", source, f" ({reason})" if reason else "")
+            try:
+                await asyncio.wait_for(self._in_flight.settled(), SETTLE_SECONDS)
+            except TimeoutError:
+                log.error(
+                    "Places still at the broker after %.0f s; the halt lists the open orders anyway", SETTLE_SECONDS
+                )
+            canceled, failures = await self.cancel_everything(request_id, source)
+            assert state.since is not None
+            outcome = HaltOutcome(
+                halted_since=state.since,
+                source=source,
+                already_halted=already,
+                live_was_on=live_was_on,
+                canceled=canceled,
+                failures=failures,
             )
-            log.warning("Trading resumed by %s", source)
-        return before
+            await guard.journal(
+                JournalAction.HALT,
+                source,
+                _summary(outcome, reason),
+                conf_nums=tuple(c.conf_num for c in canceled),
+                error_code="CANCEL_FAILED" if failures else None,
+                request_id=request_id,
+            )
+            return outcome
 
+    async def resume(self, source: str) -> HaltState:
+        """Lift the kill switch (live trading stays off) and journal who did; return the halt that was lifted."""
+        guard = self._guard
+        async with guard.halt_lock:
+            before = await guard.set_resumed()
+            if before.halted:
+                since = before.since.isoformat(timespec="seconds") if before.since else "unknown"
+                await guard.journal(
+                    JournalAction.RESUME,
+                    source,
+                    f"Trading resumed by {source} (halted since {since} by {before.by}); live trading stays off until "
+                    "turned on in the tray",
+                )
+                log.warning("Trading resumed by %s", source)
+            return before
 
-def safety_state(ctx: ServiceContext) -> SafetyState:
-    """Return the halt, the live switch and its last change, the limits and their usage."""
-    guard = ctx.safety
-    return SafetyState(
-        halt=guard.halt_state,
-        live_trading=ctx.live.enabled,
-        last_live_change=guard.last_live_change,
-        limits=guard.limits.limits,
-        usage=guard.limits.usage(guard.record),
-    )
+    def state(self) -> SafetyState:
+        """Return the halt, the live switch and its last change, the limits and their usage."""
+        guard = self._guard
+        return SafetyState(
+            halt=guard.halt_state,
+            live_trading=self._live.enabled,
+            last_live_change=guard.last_live_change,
+            limits=guard.limits.limits,
+            usage=guard.limits.usage(guard.record),
+        )

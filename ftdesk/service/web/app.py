@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from ftdesk.service.context import CONTEXT, ENDPOINTS, OPENAPI, ServiceContext
+from ftdesk.service.context import CONTEXT, DESKTOP_WINDOW, ENDPOINTS, OPENAPI, DesktopWindow, ServiceContext
 from ftdesk.service.docs.openapi import OpenApiDocument
 from ftdesk.service.docs.pages import add_docs_routes
 from ftdesk.service.push.state import STREAMING, StreamingOptions, StreamingState
-from ftdesk.service.routes import route_tables
 from ftdesk.service.web.middleware import (
     MAX_BODY_KEY,
     SecurityPolicy,
@@ -20,9 +19,13 @@ from ftdesk.service.web.routing import RouteTable, add_routes
 
 
 def create_web_app(
-    ctx: ServiceContext, tables: list[RouteTable] | None = None, *, streaming: StreamingOptions | None = None
+    ctx: ServiceContext,
+    tables: list[RouteTable],
+    *,
+    streaming: StreamingOptions | None = None,
+    window: DesktopWindow | None = None,
 ) -> web.Application:
-    """Return the application serving /api/v1 and /docs."""
+    """Return the application serving the route tables under /api/v1, and /docs (a window: the tray's)."""
     settings = ctx.settings
     policy = SecurityPolicy(
         api_key=ctx.api_key,
@@ -38,7 +41,9 @@ def create_web_app(
     app[CONTEXT] = ctx
     app[MAX_BODY_KEY] = settings.max_body_bytes
     app[STREAMING] = StreamingState(ctx.quotes, streaming or StreamingOptions())
-    endpoints = add_routes(app, route_tables() if tables is None else tables)
+    if window is not None:
+        app[DESKTOP_WINDOW] = window
+    endpoints = add_routes(app, tables)
     app[ENDPOINTS] = endpoints
     app[OPENAPI] = OpenApiDocument(endpoints, version=ctx.version)
     add_docs_routes(app)
