@@ -52,7 +52,7 @@ from ftdesk.service.switches import LiveTradingSwitch, SettingsHolder
 from ftdesk.service.web.app import create_web_app
 from ftdesk.service.web.routing import RouteTable
 from ftdesk.service.web.server import PortInUseError, ServiceServer
-from ftdesk.streaming.events import AccountEventHub, first_event_id
+from ftdesk.streaming.event_hub import AccountEventHub, first_event_id
 from ftdesk.streaming.hub import QuoteHub
 
 log = logging.getLogger("ftdesk")

@@ -20,7 +20,7 @@ from ftdesk.service.safety.sweep import KillSwitch
 from ftdesk.service.session import SessionManager
 from ftdesk.service.switches import LiveTradingSwitch, SettingsHolder
 from ftdesk.service.web.routing import Endpoint
-from ftdesk.streaming.events import AccountEventHub
+from ftdesk.streaming.event_hub import AccountEventHub
 from ftdesk.streaming.hub import QuoteHub
 
 __all__ = ("CONTEXT", "DESKTOP_WINDOW", "ENDPOINTS", "OPENAPI", "DesktopWindow", "LiveTradingSwitch", "ServiceContext")

@@ -36,7 +36,7 @@ from ftdesk.service.first_run import is_first_start, record_welcome_shown
 from ftdesk.service.orders.journal import JournalEntry
 from ftdesk.service.settings_changes import SaveOutcome, save_changes, validate_setting
 from ftdesk.service.web.server import PortInUseError
-from ftdesk.streaming.events import AccountEventHub
+from ftdesk.streaming.event_hub import AccountEventHub
 from ftdesk.streaming.models import ConsumerClosed, HubState
 
 __all__ = (

@@ -1,21 +1,29 @@
-"""One reader of the quote hub: the symbols it holds, its conflating buffer, ``get()`` and direct delivery to a sink.
+"""One reader of the quote hub: the symbols it holds, its conflating buffer, ``get()`` and direct writes.
 
-A consumer is made by ``QuoteHub.open_consumer`` and talks back to its hub only through ``ConsumerHub`` (take,
-drop, forget, queue for a direct flush), so this module needs nothing from the hub's. How the hub and its
-consumers share the work of direct delivery is told in the hub module's docstring.
+A consumer is made by ``QuoteHub.open_consumer``. Each side sees only the other's public interface:
+
+* the consumer owns what it holds and what waits for its reader (its held symbols, its buffer), and tells the
+  hub through ``HoldingHub``: ``hold``, ``let_go``, ``forget_consumer``, ``queue_write``;
+* the hub hands it updates (``offer``), asks it to write what waits (``write_pending``) and closes it
+  (``close`` with the hub's reason).
+
+A stream edge (an SSE response, a WebSocket) may attach a ``QuoteWriter`` (``deliver_to``); the consumer then
+owns the writer's runs: it starts each run, keeps it, and raises its failure from ``get()``. How the hub and its
+consumers share the work of direct writes is told in the hub module's docstring.
 """
 
 from __future__ import annotations
 
 import asyncio
 import sys
-from collections.abc import Callable, Coroutine, Iterable
+from collections.abc import Coroutine, Iterable
 from typing import Any, Protocol
 
 from ftdesk.domain.clock import Clock
 from ftdesk.streaming.conflation import ConflatingBuffer
 from ftdesk.streaming.models import ConsumerClosed, ConsumerKind, ConsumerStatus, QuoteItem
 from ftdesk.streaming.timing import sleep_until
+from ftdesk.streaming.writer import QuoteWriter
 
 CONSUMER_CLOSED_REASON = "The quote consumer was closed"
 
@@ -27,9 +35,6 @@ def normalize_symbols(symbols: Iterable[str]) -> list[str]:
     return list(dict.fromkeys(cleaned for cleaned in (s.strip().upper() for s in symbols) if cleaned))
 
 
-QuoteSink = Callable[[list[QuoteItem]], Coroutine[Any, Any, None]]
-"""Writes a batch of updates to a consumer's client: what ``QuoteConsumer.deliver_to`` registers."""
-
 if sys.version_info >= (3, 12):
     DIRECT_DELIVERY = True
 
@@ -37,7 +42,7 @@ if sys.version_info >= (3, 12):
         """Run a coroutine now, up to its first real suspension; the task finishes it if it suspends."""
         return asyncio.Task(write, loop=loop, eager_start=True)
 
-else:  # no eager tasks: a sink run would cost the very task wake-up it is meant to save
+else:  # no eager tasks: a writer run would cost the very task wake-up it is meant to save
     DIRECT_DELIVERY = False
 
     def _start_eagerly(loop: asyncio.AbstractEventLoop, write: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
@@ -45,22 +50,30 @@ else:  # no eager tasks: a sink run would cost the very task wake-up it is meant
         return loop.create_task(write)
 
 
-class ConsumerHub(Protocol):
-    """What a consumer asks of the hub that made it."""
+class HoldingHub(Protocol):
+    """What a quote consumer tells the hub that made it."""
 
-    def _acquire(self, consumer: QuoteConsumer, symbols: list[str]) -> list[str]: ...
+    def hold(self, consumer: QuoteConsumer, symbols: list[str]) -> None:
+        """Count the consumer among the holders of symbols it did not hold before."""
+        ...
 
-    def _release(self, consumer: QuoteConsumer, symbols: list[str]) -> list[str]: ...
+    def let_go(self, consumer: QuoteConsumer, symbols: list[str]) -> None:
+        """Stop counting the consumer among the holders of symbols it held."""
+        ...
 
-    def _forget_consumer(self, consumer: QuoteConsumer) -> None: ...
+    def forget_consumer(self, consumer: QuoteConsumer) -> None:
+        """Drop a closed consumer."""
+        ...
 
-    def _queue_direct(self, consumer: QuoteConsumer) -> None: ...
+    def queue_write(self, consumer: QuoteConsumer) -> None:
+        """Have the consumer write its pending updates in the next direct-write callback."""
+        ...
 
 
 class QuoteConsumer:
     """One reader of the quote stream: an SSE response, a WebSocket, or the shared REST subscription set."""
 
-    def __init__(self, hub: ConsumerHub, consumer_id: str, kind: ConsumerKind, clock: Clock) -> None:
+    def __init__(self, hub: HoldingHub, consumer_id: str, kind: ConsumerKind, clock: Clock) -> None:
         self.id = consumer_id
         self.kind: ConsumerKind = kind
         self._hub = hub
@@ -74,15 +87,15 @@ class QuoteConsumer:
         # qasync). A timer set for an earlier deadline only wakes get() early; it then waits again.
         self._alarm: asyncio.Task[None] | None = None
         self._alarm_deadline = 0.0
-        # Direct delivery (see the hub module's docstring). The sink runs only while the reader is parked in get()
-        # and no earlier sink run is in flight, and get() hands out nothing while one is: one writer at a
-        # time, so updates reach the client in the order they left the buffer.
-        self._sink: QuoteSink | None = None
+        # Direct writes (see the hub module's docstring). The writer runs only while the reader is parked in get()
+        # and no earlier run is in flight, and get() hands out nothing while one is: one writer at a time, so
+        # updates reach the client in the order they left the buffer.
+        self._writer: QuoteWriter | None = None
         self._parked = False  # the reader waits in get()
-        self._queued = False  # in the hub's list for the next direct flush
-        self._flush: asyncio.Task[None] | None = None  # a sink run waiting for its socket
-        self._flushed_at = float("-inf")  # when the sink last got a batch: get()'s timeout counts from it
-        self._failure: BaseException | None = None  # what the sink raised; get() raises it
+        self._queued = False  # in the hub's list for the next direct write
+        self._flush: asyncio.Task[None] | None = None  # a writer run waiting for its socket (owned here)
+        self._flushed_at = float("-inf")  # when the writer last got a batch: get()'s timeout counts from it
+        self._failure: BaseException | None = None  # what the writer raised; get() raises it
 
     @property
     def symbols(self) -> list[str]:
@@ -99,38 +112,66 @@ class QuoteConsumer:
         """Return how many updates wait to be read (at most one per held symbol)."""
         return len(self._buffer)
 
+    def holds(self, symbol: str) -> bool:
+        """Say whether this consumer holds the symbol (or book key)."""
+        return symbol in self._held
+
     def acquire(self, symbols: Iterable[str]) -> list[str]:
         """Hold these symbols; return the ones not held before. Raise ``ConsumerClosed`` once closed."""
         if self._closed_reason is not None:
             raise ConsumerClosed(self._closed_reason)
-        return self._hub._acquire(self, normalize_symbols(symbols))
+        taken = [symbol for symbol in normalize_symbols(symbols) if symbol not in self._held]
+        if taken:
+            self._held.update(dict.fromkeys(taken))
+            self._hub.hold(self, taken)
+        return taken
 
     def release(self, symbols: Iterable[str]) -> list[str]:
         """Stop holding these symbols; return the ones that were held (others are ignored)."""
-        return self._hub._release(self, normalize_symbols(symbols))
+        released = [symbol for symbol in normalize_symbols(symbols) if symbol in self._held]
+        self._let_go(released)
+        return released
 
-    def close(self) -> None:
-        """Release every symbol and end ``get()``; idempotent."""
-        self._shutdown(CONSUMER_CLOSED_REASON)
+    def _let_go(self, symbols: list[str]) -> None:
+        for symbol in symbols:
+            del self._held[symbol]
+            self._buffer.discard(symbol)
+        if symbols:
+            self._hub.let_go(self, symbols)
 
-    def deliver_to(self, sink: QuoteSink) -> None:
-        """Let the hub hand updates straight to ``sink`` while the reader waits in ``get()`` with nothing pending.
+    def close(self, reason: str = CONSUMER_CLOSED_REASON) -> None:
+        """Release every symbol and end ``get()`` (which raises ``ConsumerClosed`` with the reason); idempotent."""
+        if self._closed_reason is not None:
+            return
+        self._let_go(list(self._held))
+        self._hub.forget_consumer(self)
+        self._closed_reason = reason
+        self._buffer.clear()
+        self._cancel_alarm()
+        self._writer = None
+        if self._flush is not None:
+            self._flush.cancel()
+        self._wake.set()
 
-        The sink gets a batch as ``get()`` would return it and must write it as the reader would: the reader
-        writes whatever ``get()`` returns when the sink could not take it. The hub starts the sink
-        synchronously (an eager task) and never awaits it; while a run waits for its socket, ``get()`` hands
-        out nothing and updates conflate. What the sink raises, the next ``get()`` raises. Updates the sink
-        got count as delivered, and as activity for ``get()``'s timeout. No effect before Python 3.12.
+    def deliver_to(self, writer: QuoteWriter) -> None:
+        """Let the hub hand updates straight to ``writer`` while the reader waits in ``get()`` with nothing pending.
+
+        The writer gets a batch as ``get()`` would return it and must write it as the reader would: the reader
+        writes whatever ``get()`` returns when the writer could not take it. The consumer starts each run
+        synchronously (an eager task) when the hub asks it to (``write_pending``), keeps the run while it waits
+        for its socket, and never lets the hub await it; meanwhile ``get()`` hands out nothing and updates
+        conflate. What the writer raises, the next ``get()`` raises. Updates the writer got count as delivered,
+        and as activity for ``get()``'s timeout. No effect before Python 3.12.
         """
         if DIRECT_DELIVERY and self._closed_reason is None:
-            self._sink = sink
+            self._writer = writer
 
     # The timeout runs on the injected clock (tests drive it), which asyncio.timeout() cannot do.
     async def get(self, timeout: float | None = None) -> list[QuoteItem]:  # noqa: ASYNC109
         """Return the waiting updates (latest per symbol, oldest first); ``[]`` after ``timeout`` quiet seconds.
 
         Waits until at least one update is there. Quiet means nothing read here and nothing handed to the
-        sink (``deliver_to``). Raises ``ConsumerClosed`` once the consumer is closed, and what the sink
+        writer (``deliver_to``). Raises ``ConsumerClosed`` once the consumer is closed, and what the writer
         raised once it failed.
         """
         started = self._clock.monotonic()
@@ -139,7 +180,7 @@ class QuoteConsumer:
                 raise ConsumerClosed(self._closed_reason)
             if self._failure is not None:
                 raise self._failure
-            if self._flush is None:  # else the sink is still writing, and wakes us when done
+            if self._flush is None:  # else the writer is still writing, and wakes us when done
                 if self._buffer:
                     return self._buffer.drain()
                 if timeout is not None:
@@ -188,30 +229,35 @@ class QuoteConsumer:
             lag_seconds=round(self._buffer.lag(self._clock.monotonic()), 3),
         )
 
-    # --- called by the hub ----------------------------------------------------------------------
+    # --- what the hub calls -----------------------------------------------------------------------
 
-    def _offer(self, symbol: str, item: QuoteItem, now: float) -> None:
+    def offer(self, symbol: str, item: QuoteItem, now: float) -> None:
+        """Take an update of a held symbol: buffered (latest per symbol), then the reader or the writer is told."""
         self._buffer.put(symbol, item, now)
         if self._flush is not None:
-            return  # the sink is writing: it wakes the reader when done
-        if self._parked and self._sink is not None and self._failure is None:
+            return  # the writer is writing: it wakes the reader when done
+        if self._parked and self._writer is not None and self._failure is None:
             if not self._queued:
                 self._queued = True
-                self._hub._queue_direct(self)
+                self._hub.queue_write(self)
             return
         self._wake.set()
 
-    def _deliver_directly(self, now: float, loop: asyncio.AbstractEventLoop) -> None:
-        """Hand the pending updates to the sink if the reader is still idle, else wake the reader."""
+    def write_pending(self, now: float, loop: asyncio.AbstractEventLoop) -> None:
+        """Run the writer on the pending updates if the reader is still idle, else wake the reader.
+
+        The run is this consumer's: started here as an eager task, kept until it ends, its failure raised by
+        the next ``get()``. The hub only says when (one callback for every consumer of a burst).
+        """
         self._queued = False
         if not self._buffer or self._closed_reason is not None:
             return
-        sink = self._sink
-        if sink is None or not self._parked or self._flush is not None or self._failure is not None:
+        writer = self._writer
+        if writer is None or not self._parked or self._flush is not None or self._failure is not None:
             self._wake.set()
             return
         self._flushed_at = now
-        run = _start_eagerly(loop, sink(self._buffer.drain()))
+        run = _start_eagerly(loop, writer.send(self._buffer.drain()))
         if run.done():
             self._after_flush(run)
         else:
@@ -226,16 +272,3 @@ class QuoteConsumer:
             self._wake.set()
         elif self._buffer:
             self._wake.set()  # what came in meanwhile: the reader takes it
-
-    def _shutdown(self, reason: str) -> None:
-        if self._closed_reason is not None:
-            return
-        self._hub._release(self, list(self._held))
-        self._hub._forget_consumer(self)
-        self._closed_reason = reason
-        self._buffer.clear()
-        self._cancel_alarm()
-        self._sink = None
-        if self._flush is not None:
-            self._flush.cancel()
-        self._wake.set()

@@ -28,14 +28,15 @@ per held symbol and never slows the others. Every delay uses the injected clock.
 
 Direct delivery (Python 3.12+). Waking a consumer's writer task costs one loop callback per consumer per
 update, and under qasync each callback is a Qt timer: with a thousand consumers that was most of the cost
-of a quote. So a consumer whose edge registered a sink (``QuoteConsumer.deliver_to``) and whose writer is
-idle, waiting in ``get()`` with nothing pending, is not woken. The hub collects such consumers while it
-takes in upstream messages and, in one loop callback per burst, hands each its pending updates. The sink
-runs as an eager task: it completes inside that callback when its socket takes the bytes at once (the
-usual case), so no per-consumer callback is needed. A sink that has to wait for its socket
-(back-pressure) goes on as a task; until it ends the consumer counts as busy, updates conflate in its
-buffer as usual, and its writer takes them once the sink is done. The read loop still never waits: the
-flush is a callback of its own and nothing awaits a sink.
+of a quote. So a consumer whose edge attached a ``QuoteWriter`` (``QuoteConsumer.deliver_to``) and whose reader
+is idle, waiting in ``get()`` with nothing pending, is not woken. The hub collects such consumers while it
+takes in upstream messages and, in one loop callback per burst, asks each to write its pending updates
+(``QuoteConsumer.write_pending``). The consumer runs its writer as an eager task and owns that run: it
+completes inside the callback when its socket takes the bytes at once (the usual case), so no per-consumer
+callback is needed; a writer that has to wait for its socket (back-pressure) goes on as the consumer's task;
+until it ends the consumer counts as busy, updates conflate in its buffer as usual, and its reader takes them
+once the run is done. The read loop still never waits: the write is a callback of its own and the hub never
+touches a writer.
 """
 
 from __future__ import annotations
@@ -151,7 +152,7 @@ class QuoteHub(SupervisedStream[QuoteConnection]):
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)  # the supervisor closes the connection
         for consumer in list(self._consumers.values()):
-            consumer._shutdown(HUB_CLOSED_REASON)
+            consumer.close(HUB_CLOSED_REASON)
         self._set_state(HubState.DISABLED)
 
     # --- consumers ------------------------------------------------------------------------------
@@ -232,34 +233,25 @@ class QuoteHub(SupervisedStream[QuoteConnection]):
             )
         return result
 
-    # --- desired state (called by QuoteConsumer) ------------------------------------------------
+    # --- desired state (what a QuoteConsumer tells its hub: the HoldingHub interface) ---------------
 
-    def _acquire(self, consumer: QuoteConsumer, symbols: list[str]) -> list[str]:
+    def hold(self, consumer: QuoteConsumer, symbols: list[str]) -> None:
+        """Count the consumer among the holders of symbols it did not hold before; offer each its latest item."""
         now = self._clock.monotonic()
-        taken: list[str] = []
         for symbol in symbols:
-            if symbol in consumer._held:
-                continue
-            consumer._held[symbol] = None
             self._holders.setdefault(symbol, {})[consumer.id] = consumer
             self._lingering.pop(symbol, None)  # taken again within the delay: keep the subscription
             last = self._last.get(symbol)
             if last is not None:
-                consumer._offer(symbol, last, now)
-            taken.append(symbol)
-        if taken:
+                consumer.offer(symbol, last, now)
+        if symbols:
             self._sync_wake.set()
             self._supervisor_wake.set()
-        return taken
 
-    def _release(self, consumer: QuoteConsumer, symbols: list[str]) -> list[str]:
+    def let_go(self, consumer: QuoteConsumer, symbols: list[str]) -> None:
+        """Stop counting the consumer among the holders of symbols it held; unused ones linger, then leave."""
         now = self._clock.monotonic()
-        released: list[str] = []
         for symbol in symbols:
-            if symbol not in consumer._held:
-                continue
-            del consumer._held[symbol]
-            consumer._buffer.discard(symbol)
             holders = self._holders[symbol]
             del holders[consumer.id]
             if not holders:
@@ -268,24 +260,24 @@ class QuoteHub(SupervisedStream[QuoteConnection]):
                     self._linger_wake.set()
                 else:
                     self._forget(symbol)
-            released.append(symbol)
-        return released
 
-    def _forget_consumer(self, consumer: QuoteConsumer) -> None:
+    def forget_consumer(self, consumer: QuoteConsumer) -> None:
+        """Drop a closed consumer."""
         self._consumers.pop(consumer.id, None)
 
-    def _queue_direct(self, consumer: QuoteConsumer) -> None:
+    def queue_write(self, consumer: QuoteConsumer) -> None:
+        """Have the consumer write its pending updates in the next direct-write callback."""
         # One callback for all the consumers of a burst: the point is not to pay one per consumer.
         self._direct.append(consumer)
         if len(self._direct) == 1:
-            asyncio.get_running_loop().call_soon(self._deliver_directly)
+            asyncio.get_running_loop().call_soon(self._write_queued)
 
-    def _deliver_directly(self) -> None:
+    def _write_queued(self) -> None:
         ready, self._direct = self._direct, []
         now = self._clock.monotonic()
         loop = asyncio.get_running_loop()
         for consumer in ready:
-            consumer._deliver_directly(now, loop)
+            consumer.write_pending(now, loop)  # the consumer runs its own writer and keeps the run
 
     def _forget(self, symbol: str) -> None:
         """Drop a symbol nobody holds from the desired state (the syncer then unsubscribes it)."""
@@ -382,7 +374,7 @@ class QuoteHub(SupervisedStream[QuoteConnection]):
             item = message
         self._last[key] = item
         for consumer in holders.values():
-            consumer._offer(key, item, now)
+            consumer.offer(key, item, now)
 
     async def _sync(self, connection: QuoteConnection) -> None:
         """Bring the connection in line with the desired state, one chunked message at a time."""

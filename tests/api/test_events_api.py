@@ -8,7 +8,8 @@ from typing import Any
 
 from ftdesk.brokers.paper.feeds import PaperAccountEventFeed
 from ftdesk.domain.accounts import AccountType
-from ftdesk.streaming.events import NumberedEvent, first_event_id
+from ftdesk.streaming.event_consumer import NumberedEvent
+from ftdesk.streaming.event_hub import first_event_id
 from tests.api.test_streaming_api import SseFrame, SseReader
 from tests.conftest import RunningService
 from tests.fakes.clock import ManualClock

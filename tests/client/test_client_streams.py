@@ -18,7 +18,7 @@ from ftdesk.domain.accounts import AccountType
 from ftdesk.domain.events import account_event
 from ftdesk.domain.market import Quote
 from ftdesk.service.routes.streaming_sse import event_stream_state
-from ftdesk.streaming.events import AccountEventHub, first_event_id
+from ftdesk.streaming.event_hub import AccountEventHub, first_event_id
 from tests.client.proxy import CuttingProxy
 from tests.conftest import RunningService
 from tests.fakes.clock import ANCHOR, ManualClock

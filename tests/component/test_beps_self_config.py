@@ -20,7 +20,8 @@ from ftdesk.brokers.fidelity.beps import SUBSCRIPTION_DOCUMENT, BepsConfig
 from ftdesk.brokers.fidelity.broker import FidelityBroker
 from ftdesk.brokers.fidelity.config import FidelityConfig
 from ftdesk.domain.session import Credentials
-from ftdesk.streaming.events import AccountEventHub, EventConsumer, NumberedEvent
+from ftdesk.streaming.event_consumer import EventConsumer, NumberedEvent
+from ftdesk.streaming.event_hub import AccountEventHub
 from ftdesk.streaming.models import HubState
 from tests.fakes.appsync_server import FakeAppSync
 from tests.fakes.clock import ManualClock

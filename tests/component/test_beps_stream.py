@@ -19,7 +19,8 @@ from ftdesk.brokers.fidelity.beps_feed import BepsAccountEventFeed
 from ftdesk.brokers.fidelity.routing import UpstreamRouter
 from ftdesk.domain.errors import BrokerError
 from ftdesk.domain.events import EventCategory
-from ftdesk.streaming.events import AccountEventHub, EventConsumer, NumberedEvent
+from ftdesk.streaming.event_consumer import EventConsumer, NumberedEvent
+from ftdesk.streaming.event_hub import AccountEventHub
 from ftdesk.streaming.models import HubState
 from tests.fakes.appsync_server import BEPS_HOST, STREAM_URL_TEMPLATE, FakeAppSync
 from tests.fakes.clock import ManualClock

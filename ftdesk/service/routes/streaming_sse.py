@@ -41,7 +41,9 @@ from ftdesk.service.push.state import DEFAULT_HEARTBEAT_SECONDS, STREAMING, Shar
 from ftdesk.service.routes.common import Symbol, context
 from ftdesk.service.web.routing import Call, QueryBool, QueryModel, RouteTable
 from ftdesk.streaming.consumer import QuoteConsumer, normalize_symbols
-from ftdesk.streaming.events import EVENT_STATE_DESCRIPTIONS, AccountEventHub, EventConsumer, Replay
+from ftdesk.streaming.event_consumer import EventConsumer, Replay
+from ftdesk.streaming.event_hub import AccountEventHub
+from ftdesk.streaming.event_models import EVENT_STATE_DESCRIPTIONS
 from ftdesk.streaming.hub import QuoteHub
 from ftdesk.streaming.models import ConsumerClosed, HubState, QuoteItem
 
@@ -98,7 +100,7 @@ class _SseQuotes:
     """Writes one SSE quote stream: event ids per connection, a status frame when the hub's state changed.
 
     Its ``send`` is both what the pump calls with each batch of ``QuoteConsumer.get()`` and the consumer's
-    sink for direct delivery (``QuoteConsumer.deliver_to``); the consumer never runs the two at once.
+    writer for direct writes (``QuoteConsumer.deliver_to``); the consumer never runs the two at once.
     """
 
     def __init__(self, response: web.StreamResponse, hub: QuoteHub, encoded: QuoteJson) -> None:
@@ -136,7 +138,7 @@ async def _pump_sse(
 ) -> None:
     stream = _SseQuotes(response, hub, encoded)
     await stream.open()
-    consumer.deliver_to(stream.send)  # a failed direct write is raised by get(), as a failed send would be
+    consumer.deliver_to(stream)  # a failed direct write is raised by get(), as a failed send would be
     while True:
         try:
             batch = await consumer.get(timeout=heartbeat)

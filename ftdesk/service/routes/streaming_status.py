@@ -11,7 +11,7 @@ from ftdesk.service.push.quote_frames import MAX_STREAM_SYMBOLS
 from ftdesk.service.push.state import STREAMING, SubscribeResult, UnsubscribeResult
 from ftdesk.service.routes.common import Symbol, context
 from ftdesk.service.web.routing import BodyModel, Call, RouteTable
-from ftdesk.streaming.events import EventHubStatus
+from ftdesk.streaming.event_models import EventHubStatus
 from ftdesk.streaming.models import QuoteHubStatus, SymbolSubscription
 
 routes = RouteTable(tag="streaming")

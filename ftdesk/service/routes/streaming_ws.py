@@ -148,7 +148,7 @@ async def _pump_ws(
 ) -> None:
     stream = _WsQuotes(ws, streaming.hub, streaming.frames, send_lock)
     await stream.open()
-    consumer.deliver_to(stream.send)
+    consumer.deliver_to(stream)
     while True:
         try:
             batch = await consumer.get(timeout=streaming.heartbeat_seconds)

@@ -47,8 +47,8 @@ class FakeClient:
         """Return every quote the client got, in the order it got them."""
         return [quote for _, batch in self.writes for quote in prices(batch)]
 
-    async def sink(self, batch: list[QuoteItem]) -> None:
-        """The consumer's sink: what the hub calls while the reader waits."""
+    async def send(self, batch: list[QuoteItem]) -> None:
+        """The consumer's writer: what it runs while the reader waits."""
         await self._write("direct", batch)
 
     async def pumped_write(self, batch: list[QuoteItem]) -> None:
@@ -82,7 +82,7 @@ class Stream:
     def __init__(self, consumer: QuoteConsumer, client: FakeClient) -> None:
         self.consumer = consumer
         self.client = client
-        consumer.deliver_to(client.sink)
+        consumer.deliver_to(client)
         self.task = asyncio.create_task(self._pump())
 
     async def _pump(self) -> None:

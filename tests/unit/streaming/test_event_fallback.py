@@ -10,7 +10,8 @@ import pytest
 from ftdesk.brokers.paper.feeds import EventBus, EventBusConnection, PaperAccountEventFeed
 from ftdesk.domain.errors import BrokerError
 from ftdesk.domain.events import AccountEvent, account_event
-from ftdesk.streaming.events import AccountEventHub, EventConsumer
+from ftdesk.streaming.event_consumer import EventConsumer
+from ftdesk.streaming.event_hub import AccountEventHub
 from ftdesk.streaming.models import HubState
 from tests.fakes.clock import ManualClock
 from tests.fakes.stepping import settle

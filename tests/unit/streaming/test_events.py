@@ -11,12 +11,12 @@ import pytest
 from ftdesk.brokers.paper.feeds import EventBus, PaperAccountEventFeed
 from ftdesk.domain.errors import StreamingUnavailable
 from ftdesk.domain.events import AccountEvent, account_event
-from ftdesk.streaming.events import (
+from ftdesk.streaming.event_consumer import EventConsumer
+from ftdesk.streaming.event_hub import (
     REPLAY_EARLIER_RUN,
     REPLAY_EVICTED,
     REPLAY_UNKNOWN_ID,
     AccountEventHub,
-    EventConsumer,
     first_event_id,
 )
 from ftdesk.streaming.models import ConsumerClosed, HubState

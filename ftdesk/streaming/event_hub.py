@@ -32,37 +32,22 @@ import contextlib
 import itertools
 import logging
 from collections import deque
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
-from types import MappingProxyType
-
-from pydantic import BaseModel, Field
 
 from ftdesk.brokers.base import AccountEventConnection, AccountEventFallback, AccountEventFeed
 from ftdesk.domain.clock import Clock
 from ftdesk.domain.errors import StreamingUnavailable
 from ftdesk.domain.events import AccountEvent
-from ftdesk.streaming.models import ConsumerClosed, HubState
+from ftdesk.streaming.event_consumer import EventConsumer, NumberedEvent, Replay
+from ftdesk.streaming.event_models import EventHubStatus, FallbackStatus
+from ftdesk.streaming.models import HubState
 from ftdesk.streaming.supervisor import SupervisedStream, describe, drain
 from ftdesk.streaming.timing import wait_event_until
 
 log = logging.getLogger(__name__)
 
 HUB_CLOSED_REASON = "The account-event stream is shutting down"
-CONSUMER_CLOSED_REASON = "The account-event consumer was closed"
-
-EVENT_STATE_DESCRIPTIONS: Mapping[HubState, str] = MappingProxyType(
-    {
-        HubState.DISABLED: "The account-event stream is not running (not configured, not started yet, or shut down).",
-        HubState.WAITING_FOR_SESSION: "No brokerage session: events flow after login.",
-        HubState.IDLE: "Logged in, but no upstream connection is wanted.",
-        HubState.CONNECTING: "Opening the upstream account-event connection.",
-        HubState.CONNECTED: "The upstream account-event connection is open.",
-        HubState.RECONNECTING: "The connection failed or dropped: waiting out the backoff or trying again.",
-    }
-)
-
 
 UNIX_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
@@ -85,167 +70,6 @@ def first_event_id(now: datetime) -> int:
     until past the year 2200.
     """
     return max(1, (now - UNIX_EPOCH) // timedelta(microseconds=1))
-
-
-@dataclass(frozen=True, slots=True)
-class NumberedEvent:
-    """An account event with the id the hub gave it (one more per event, from the hub's ``first_id``)."""
-
-    id: int
-    event: AccountEvent
-
-
-class EventConsumerStatus(BaseModel):
-    """One reader of the account-event stream."""
-
-    id: str = Field(description="Consumer id, e.g. events-2.")
-    pending: int = Field(description="Events queued for the consumer and not read yet.")
-    delivered: int = Field(description="Events the consumer has read.")
-
-
-class FallbackStatus(BaseModel):
-    """The stand-in poller of the account-event stream."""
-
-    source: str = Field(description="What its events are marked with, e.g. alerts.")
-    active: bool = Field(description="True while it polls (the upstream connection is down and a session exists).")
-    interval_seconds: float = Field(description="Seconds between polls.")
-    polls: int = Field(description="Polls made since the service started.")
-    events: int = Field(description="Events it delivered.")
-    last_poll_at: datetime | None = Field(description="When it last polled successfully.")
-    last_error: str | None = Field(description="Why its last poll failed, if it did.")
-
-
-class EventHubStatus(BaseModel):
-    """The account-event stream as GET /streaming/status reports it."""
-
-    state: HubState = Field(
-        description="; ".join(f"{state.value}: {text}" for state, text in EVENT_STATE_DESCRIPTIONS.items())
-    )
-    since: datetime = Field(description="When the stream entered this state (UTC).")
-    reconnect_count: int = Field(description="Connection attempts made after a failure or drop since start.")
-    last_event_at: datetime | None = Field(description="When the upstream last delivered an event.")
-    last_event_id: int = Field(
-        description="Id of the newest event (0: none yet since the service started). Ids increase across restarts: "
-        "the first of a run is the microseconds since the Unix epoch when it started."
-    )
-    last_error: str | None = Field(description="Why the last connection ended or could not be opened, if one did.")
-    buffered: int = Field(description="Events kept for replay to clients that reconnect with Last-Event-ID.")
-    consumers: list[EventConsumerStatus] = Field(description="Open account-event streams.")
-    unavailable_reason: str | None = Field(
-        description="Why the stream cannot run (e.g. missing FTSERVICE_BEPS_* settings); null when it can."
-    )
-    live: bool = Field(description="True when account events arrive as they happen: the upstream connection is open.")
-    why_not: str | None = Field(description="When not live: why, in a sentence (and what stands in meanwhile).")
-    detail: str | None = Field(
-        default=None,
-        description="Where the upstream connection's configuration comes from (BEPS: token, member id, host), "
-        "without any secret.",
-    )
-    fallback: FallbackStatus | None = Field(
-        default=None, description="The poller that stands in while the connection is down; null when there is none."
-    )
-    duplicates_dropped: int = Field(
-        default=0, description="Events dropped because the same event had already been delivered from another source."
-    )
-
-
-@dataclass(frozen=True, slots=True)
-class Replay:
-    """What a new consumer gets first: the buffered events after its last id, and whether some were lost."""
-
-    events: list[NumberedEvent]
-    missed: bool
-    why_missed: str | None = None
-
-
-class EventConsumer:
-    """One reader of the account-event stream (an SSE response): a bounded FIFO of numbered events."""
-
-    def __init__(self, hub: AccountEventHub, consumer_id: str, clock: Clock, capacity: int) -> None:
-        self.id = consumer_id
-        self._hub = hub
-        self._clock = clock
-        self._capacity = capacity
-        self._queue: deque[NumberedEvent] = deque()
-        self._wake = asyncio.Event()
-        self._closed_reason: str | None = None
-        self._delivered = 0
-
-    @property
-    def closed(self) -> bool:
-        """Return True once the consumer was closed (by its owner, by overflow or by the hub)."""
-        return self._closed_reason is not None
-
-    @property
-    def closed_reason(self) -> str | None:
-        """Return why the consumer was closed, or None while open."""
-        return self._closed_reason
-
-    @property
-    def pending_count(self) -> int:
-        """Return how many events wait to be read."""
-        return len(self._queue)
-
-    def close(self) -> None:
-        """Stop receiving events and end ``get()``; idempotent."""
-        self._shutdown(CONSUMER_CLOSED_REASON, keep_queued=False)
-
-    # The timeout runs on the injected clock (tests drive it), which asyncio.timeout() cannot do.
-    async def get(self, timeout: float | None = None) -> list[NumberedEvent]:  # noqa: ASYNC109
-        """Return every queued event, oldest first; ``[]`` after ``timeout`` seconds without one.
-
-        Raises ``ConsumerClosed`` (with the reason) once the consumer is closed and its queue is read.
-        """
-        deadline = None if timeout is None else self._clock.monotonic() + timeout
-        while True:
-            if self._queue:
-                batch = list(self._queue)
-                self._queue.clear()
-                self._delivered += len(batch)
-                return batch
-            if self._closed_reason is not None:
-                raise ConsumerClosed(self._closed_reason)
-            if deadline is not None and self._clock.monotonic() >= deadline:
-                return []
-            self._wake.clear()
-            await wait_event_until(self._clock, self._wake, deadline)
-
-    def status(self) -> EventConsumerStatus:
-        """Return this consumer's counters."""
-        return EventConsumerStatus(id=self.id, pending=len(self._queue), delivered=self._delivered)
-
-    # --- called by the hub ----------------------------------------------------------------------
-
-    def _prefill(self, events: Iterable[NumberedEvent]) -> None:
-        self._queue.extend(events)
-        # The replay may be as long as the whole buffer; the limit is for live events on top of it.
-        self._capacity += len(self._queue)
-
-    def _offer(self, item: NumberedEvent) -> bool:
-        """Queue an event; return False (and close the consumer with a reason) when the queue is full."""
-        if self._closed_reason is not None:
-            return False
-        if len(self._queue) >= self._capacity:
-            last = self._queue[-1].id if self._queue else item.id - 1
-            # What is queued is still delivered; the stream then ends, saying where to resume from.
-            self._shutdown(
-                f"The client fell {len(self._queue)} events behind (limit {self._capacity}); the stream was "
-                f"closed after event {last}: reconnect with Last-Event-ID {last} to get the rest",
-                keep_queued=True,
-            )
-            return False
-        self._queue.append(item)
-        self._wake.set()
-        return True
-
-    def _shutdown(self, reason: str, *, keep_queued: bool) -> None:
-        if self._closed_reason is not None:
-            return
-        self._hub._forget_consumer(self)
-        self._closed_reason = reason
-        if not keep_queued:
-            self._queue.clear()
-        self._wake.set()
 
 
 class AccountEventHub(SupervisedStream[AccountEventConnection]):
@@ -321,7 +145,7 @@ class AccountEventHub(SupervisedStream[AccountEventConnection]):
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)  # the supervisor closes the connection
         for consumer in list(self._consumers.values()):
-            consumer._shutdown(HUB_CLOSED_REASON, keep_queued=False)
+            consumer.close(HUB_CLOSED_REASON)
         self._set_state(HubState.DISABLED)
 
     # --- consumers ------------------------------------------------------------------------------
@@ -344,8 +168,9 @@ class AccountEventHub(SupervisedStream[AccountEventConnection]):
         if reason is not None:
             raise StreamingUnavailable(reason)
         replay = self._replay_after(last_event_id)
-        consumer = EventConsumer(self, f"events-{next(self._consumer_ids)}", self._clock, self._consumer_queue)
-        consumer._prefill(replay.events)
+        consumer = EventConsumer(
+            self, f"events-{next(self._consumer_ids)}", self._clock, self._consumer_queue, replay.events
+        )
         self._consumers[consumer.id] = consumer
         return consumer, replay
 
@@ -364,7 +189,8 @@ class AccountEventHub(SupervisedStream[AccountEventConnection]):
             return Replay(list(self._buffer), missed=True, why_missed=REPLAY_EVICTED)
         return Replay([item for item in self._buffer if item.id > last_event_id], missed=False)
 
-    def _forget_consumer(self, consumer: EventConsumer) -> None:
+    def forget_consumer(self, consumer: EventConsumer) -> None:
+        """Drop a closed consumer (what an ``EventConsumer`` tells its hub)."""
         self._consumers.pop(consumer.id, None)
 
     # --- observation ----------------------------------------------------------------------------
@@ -582,6 +408,6 @@ class AccountEventHub(SupervisedStream[AccountEventConnection]):
         self._last_event_mono = self._clock.monotonic()
         self._buffer.append(item)
         for consumer in list(self._consumers.values()):
-            if not consumer._offer(item):
+            if not consumer.offer(item):
                 log.warning("Account-event consumer %s closed: %s", consumer.id, consumer.closed_reason)
         return True
