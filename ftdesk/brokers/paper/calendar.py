@@ -12,6 +12,7 @@ no system time-zone database and ``tzdata`` is not a dependency.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from datetime import UTC, date, datetime, timedelta, tzinfo
 from types import MappingProxyType
@@ -117,9 +118,15 @@ def holiday_calendar(year: int) -> list[Holiday]:
     return sorted(rows, key=lambda row: row.date)
 
 
+@functools.lru_cache(maxsize=64)
+def _closed_days(year: int) -> frozenset[date]:
+    # Asked on every priced read (the quoted session); a year's holidays never change.
+    return frozenset(nyse_closures(year))
+
+
 def is_trading_day(day: date) -> bool:
     """Return True when the NYSE is open (at least part of) ``day``."""
-    return day.weekday() < _SAT and day not in nyse_closures(day.year)
+    return day.weekday() < _SAT and day not in _closed_days(day.year)
 
 
 def previous_trading_day(day: date) -> date:

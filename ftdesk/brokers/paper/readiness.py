@@ -42,6 +42,8 @@ class MarketReadiness:
         self._market = market
         self._store = store
         self._engine = engine
+        # The last answer of held_symbols, with the ledger's stamp it was read at.
+        self._held: tuple[int, str | None, list[str]] | None = None
 
     async def for_symbols(self, symbols: Iterable[str]) -> None:
         """Make these symbols' quotes current."""
@@ -59,9 +61,15 @@ class MarketReadiness:
         await self.for_symbols([*self.held_symbols(acct_num), *self._engine.working_symbols()])
 
     def held_symbols(self, acct_num: str | None) -> list[str]:
-        """Return the symbols an account (every account, for None) holds."""
+        """Return the symbols an account (every account, for None) holds (read again when the ledger changed)."""
+        version = self._store.version()
+        if version is not None and self._held is not None and self._held[:2] == (version, acct_num):
+            return list(self._held[2])
         rows = self._store.query(
             "SELECT DISTINCT symbol FROM paper_lots WHERE (? IS NULL OR acct_num = ?) ORDER BY symbol",
             (acct_num, acct_num),
         )
-        return [str(r["symbol"]) for r in rows]
+        symbols = [str(r["symbol"]) for r in rows]
+        if version is not None:
+            self._held = (version, acct_num, symbols)
+        return list(symbols)

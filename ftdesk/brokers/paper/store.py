@@ -88,6 +88,16 @@ class PaperStore:
         finally:
             self._depth = 0
 
+    def version(self) -> int | None:
+        """Return a stamp that changes whenever the world's rows may have changed; None inside a transaction.
+
+        The rows changed through this connection (``total_changes``, no query): the world is this process's
+        alone and every write goes through this connection. Inside a transaction there is no stamp: what it
+        changed may yet roll back.
+        """
+        conn = self.conn
+        return None if conn.in_transaction else conn.total_changes
+
     def query(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> list[sqlite3.Row]:
         """Return all rows of a read query."""
         return self.conn.execute(sql, params).fetchall()

@@ -63,6 +63,7 @@ class Matcher:
         self._store = store
         self._outbox = outbox
         self._ledger = ledger
+        self._working: tuple[int, list[str]] | None = None  # working_symbols' last answer, with its stamp
         self._market = market
         self._clock = clock
         self._rows = rows
@@ -109,7 +110,13 @@ class Matcher:
         return sum(self.evaluate(str(r["conf_num"])) for r in rows)
 
     def working_symbols(self) -> list[str]:
-        """Return the symbols working orders need quotes of (underlyings and legs), in order of entry."""
+        """Return the symbols working orders need quotes of (underlyings and legs), in order of entry.
+
+        Read again only when the world's rows changed (``PaperStore.version``): every account read asks.
+        """
+        version = self._store.version()
+        if version is not None and self._working is not None and self._working[0] == version:
+            return list(self._working[1])
         rows = self._store.query(
             f"SELECT kind, symbol, legs FROM paper_orders WHERE status IN ({','.join('?' * len(WORKING))})"
             " ORDER BY seq",
@@ -121,6 +128,8 @@ class Matcher:
                 symbols.update((leg["symbol"], None) for leg in json.loads(r["legs"] or "[]"))
             else:
                 symbols[str(r["symbol"])] = None
+        if version is not None:
+            self._working = (version, list(symbols))
         return list(symbols)
 
     def evaluate(self, conf_num: str) -> int:

@@ -80,6 +80,8 @@ class Book:
         self._events = events
         self.outbox = outbox
         self.commitments: CommitmentSource = lambda _acct: Commitment()
+        # Each account's positions as last priced, with what they were priced on (see ``positions``).
+        self._priced: dict[str, tuple[tuple[object, ...], list[Pos]]] = {}
 
     def account_row(self, conn: sqlite3.Connection, acct_num: str) -> sqlite3.Row:
         """Return an account's row; NotFound for an unknown account."""
@@ -131,7 +133,30 @@ class Book:
         ).fetchall()
 
     def positions(self, conn: sqlite3.Connection, acct_num: str) -> list[Pos]:
-        """Return the account's positions priced at the market, with the part opened in the quoted session."""
+        """Return the account's positions priced at the market, with the part opened in the quoted session.
+
+        The answer is kept and handed out again (the same list, of frozen ``Pos``) while nothing it was made
+        of has changed: the ledger's rows (``PaperStore.version``), the quoted session, the market's second
+        (the simulated market is a function of symbol and second; reference data of options too) and each
+        symbol's last price and previous close, asked of the market again on every call (a quote it has
+        made this second), so a market that moves between its ticks is never answered from an old price.
+        Reading the lots, pricing every position and reading its reference data was most of what a
+        portfolio read cost.
+        """
+        version = self._store.version()
+        key = (version, quoted_day(self._clock.now()), int(self._market.now().timestamp()))
+        kept = self._priced.get(acct_num)
+        if version is not None and kept is not None and kept[0] == key and self._at_market(kept[1]):
+            return kept[1]
+        result = self._price_positions(conn, acct_num)
+        if version is not None:
+            self._priced[acct_num] = (key, result)
+        return result
+
+    def _at_market(self, positions: list[Pos]) -> bool:
+        return all(self.prices(p.symbol) == (p.last, p.prev_close) for p in positions)
+
+    def _price_positions(self, conn: sqlite3.Connection, acct_num: str) -> list[Pos]:
         # A wash sale's disallowed loss raises a lot's basis for tax, not what its shares cost at the fill.
         rows = conn.execute(
             "SELECT symbol, is_option, MAX(multiplier) AS mult, SUM(quantity) AS qty, SUM(basis_cents) AS basis,"

@@ -38,6 +38,8 @@ class Reports:
         self._store = store
         self._book = book
         self._clock = clock
+        # Each account's positions as last shown, and the priced positions they were made from.
+        self._shown: dict[str, tuple[list[Pos], list[Position]]] = {}
 
     def accounts(self) -> list[Account]:
         """Return all accounts, default first."""
@@ -48,10 +50,21 @@ class Reports:
         return _account(self._book.account_row(self._store.conn, acct_num))
 
     def positions(self, acct_num: str) -> list[Position]:
-        """Return the account's positions with market values and gains."""
+        """Return the account's positions with market values and gains.
+
+        Made again only when ``Book.positions`` priced them afresh; otherwise copies of the last ones.
+        """
         conn = self._store.conn
-        self._book.rules(conn, acct_num)
         positions = self._book.positions(conn, acct_num)
+        shown = self._shown.get(acct_num)
+        if shown is not None and shown[0] is positions:
+            return [record.model_copy() for record in shown[1]]
+        self._book.rules(conn, acct_num)
+        records = self._position_records(acct_num, positions)
+        self._shown[acct_num] = (positions, records)
+        return [record.model_copy() for record in records]
+
+    def _position_records(self, acct_num: str, positions: list[Pos]) -> list[Position]:
         total = sum(abs(p.market_value_cents) for p in positions)
         records = []
         for p in positions:
