@@ -25,6 +25,7 @@ class Health(BaseModel):
     version: str
     broker: str
     live_trading: bool
+    halted: bool = False  # a service from before the field says nothing: not known to be halted
     api_key_required: bool
     uptime_seconds: float
 

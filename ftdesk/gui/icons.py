@@ -1,4 +1,4 @@
-"""The tray's five looks and the app icon, loaded from resources/icons/ with every rendered size."""
+"""The tray's six looks and the app icon, loaded from resources/icons/ with every rendered size."""
 
 from __future__ import annotations
 
@@ -22,6 +22,7 @@ class TrayLook(StrEnum):
     DRY_RUN = "dry-run"  # logged in on Fidelity, live trading off: blue dashed ring
     LIVE = "live"  # logged in on Fidelity, LIVE trading: solid red disc
     ERROR = "error"  # upstream trouble (expired session, stream reconnecting, service down): amber "!" badge
+    HALTED = "halted"  # trading halted by the kill switch: purple octagon (a stop sign's shape) with a white bar
 
 
 class IconSet:

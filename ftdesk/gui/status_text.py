@@ -4,14 +4,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ftdesk.domain.safety import HaltState
 from ftdesk.domain.session import SessionState
 from ftdesk.gui.bridge import AppStatus
 from ftdesk.gui.icons import TrayLook
 from ftdesk.service.control import HubState
 
 
-def tray_look(status: AppStatus) -> TrayLook:
-    """Return the icon that tells the state at a glance (trouble outranks the broker and the trading mode)."""
+def tray_look(status: AppStatus, halt: HaltState | None = None) -> TrayLook:
+    """Return the icon that tells the state at a glance (a halt outranks trouble, which outranks the rest)."""
+    if status.running and halt is not None and halt.halted:
+        return TrayLook.HALTED
     if not status.running or status.session is SessionState.EXPIRED or status.upstream_error:
         return TrayLook.ERROR
     if status.session is SessionState.LOGGED_OUT:
@@ -67,6 +70,14 @@ def clients_text(status: AppStatus) -> str:
         f"{clients.get('events', 0)} event stream{'s' if clients.get('events', 0) != 1 else ''}",
     ]
     return f"{status.client_count} ({', '.join(parts)})"
+
+
+def halt_line(halt: HaltState | None) -> str | None:
+    """Return the first status line while halted ("TRADING HALTED since 2026-12-04 14:05:09 by tray"), else None."""
+    if halt is None or not halt.halted:
+        return None
+    since = halt.since.astimezone().strftime("%Y-%m-%d %H:%M:%S") if halt.since is not None else "an unknown time"
+    return f"TRADING HALTED since {since} by {halt.by or 'unknown'}"
 
 
 @dataclass(frozen=True)

@@ -37,7 +37,7 @@ from ftdesk.gui.cockpit_rows import DeskSnapshot
 from ftdesk.gui.desk_feed import DeskFeed
 from ftdesk.gui.notifications import Notification, Notifier
 from ftdesk.gui.safety_watch import SafetyWatch, halt_text
-from ftdesk.gui.status_text import status_lines
+from ftdesk.gui.status_text import halt_line, status_lines
 from ftdesk.service.control import JournalEntry
 
 JOURNAL_REFRESH_MS = 5000
@@ -51,6 +51,7 @@ TRAY_NOTE = "Closing this window keeps ftdesk running in the tray."
 HALT_HINT = "Cancels every open order on every account, switches live trading off and refuses new orders."
 HALT_STYLE = "QPushButton { background: #b3261e; color: white; font-weight: bold; padding: 6px 18px; }"
 BANNER_STYLE = "QLabel { background: #b3261e; color: white; font-weight: bold; padding: 6px; }"
+HALT_LINE_STYLE = "QLabel { color: #8e24aa; font-weight: bold; }"  # the halted tray icon's purple
 
 
 def journal_row(entry: JournalEntry) -> list[str]:
@@ -88,12 +89,15 @@ class StatusWindow(QWidget):
         self._journal_loading = False
         self._orders_seen: object = None
 
+        self.halt_line_label = QLabel()  # first, and only while halted
+        self.halt_line_label.setObjectName("halt_line")
+        self.halt_line_label.setStyleSheet(HALT_LINE_STYLE)
         self.line_labels = [QLabel() for _ in range(5)]
         self.api_label = QLabel()
         self.api_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         status_box = QGroupBox("Status")
         status_layout = QVBoxLayout(status_box)
-        for label in [*self.line_labels, self.api_label]:
+        for label in [self.halt_line_label, *self.line_labels, self.api_label]:
             status_layout.addWidget(label)
 
         self.login_button = self._button("Log in…", actions.log_in)
@@ -212,6 +216,9 @@ class StatusWindow(QWidget):
         self.halt_banner.setVisible(halted)
         self.resume_button.setVisible(halted)
         self.resume_button.setEnabled(status.running)
+        line = halt_line(state.halt) if state is not None and status.running else None
+        self.halt_line_label.setText(line or "")
+        self.halt_line_label.setVisible(line is not None)
         if state is not None and halted:
             self.halt_banner.setText(halt_text(state.halt))
 

@@ -1,10 +1,11 @@
 """The tray icon and its menu: the look tells the state at a glance; the menu holds status lines and actions.
 
-Menu (issue 6): status lines (session, broker, mode, streaming, clients; disabled items), Log in... /
-Log out, Live trading (checkable; switching on asks first), Halt trading (at once, no question: cancels every
-open order, live off, previews and places refused) or, while halted, Resume trading... (asks first; issue 19),
-Settings..., Status window..., Copy API key, Open API docs, Open log folder, Getting started... (the welcome
-window, issue 14), Quit. The tooltip carries the day's P&L and says when trading is halted.
+Menu: while halted a first line TRADING HALTED since ... by ...; status lines (session, broker, mode,
+streaming, clients; disabled items), Log in... / Log out, Live trading (checkable; switching on asks first),
+Halt trading (at once, no question: cancels every open order, live off, previews and places refused) or, while
+halted, Resume trading... (asks first), Settings..., Status window..., Copy API key, Open API docs, Open log
+folder, Getting started... (the welcome window), Quit. The tooltip carries the day's P&L and says when trading
+is halted; the icon has a look of its own while halted.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from ftdesk.gui.cockpit_rows import DeskSnapshot, day_pnl_line
 from ftdesk.gui.desk_feed import DeskFeed
 from ftdesk.gui.icons import IconSet, TrayLook
 from ftdesk.gui.safety_watch import SafetyWatch
-from ftdesk.gui.status_text import status_lines, tooltip, tray_look
+from ftdesk.gui.status_text import halt_line, status_lines, tooltip, tray_look
 
 
 class TrayIcon(QObject):
@@ -46,6 +47,7 @@ class TrayIcon(QObject):
         self.look = TrayLook.LOGGED_OUT
         self.icon = QSystemTrayIcon(icons.tray_icon(self.look), self)
         self.menu = QMenu()
+        self.halt_line_action = self._status_line()  # first, and only while halted
         self.status_actions = [self._status_line() for _ in range(5)]
         self.menu.addSeparator()
         self.login_action = self._action("Log in…", actions.log_in)
@@ -95,7 +97,11 @@ class TrayIcon(QObject):
 
     def show_status(self, status: AppStatus) -> None:
         """Make the icon, tooltip and menu say what the status says."""
-        self.look = tray_look(status)
+        halt = self._safety.state.halt if self._safety is not None and self._safety.state is not None else None
+        self.look = tray_look(status, halt)
+        line = halt_line(halt) if status.running else None
+        self.halt_line_action.setText(line or "")
+        self.halt_line_action.setVisible(line is not None)
         self.icon.setIcon(self._icons.tray_icon(self.look))
         self.icon.setToolTip(self._tooltip(status))
         for action, line in zip(self.status_actions, status_lines(status).as_list(), strict=True):

@@ -154,7 +154,7 @@ class DroppingEventService:
         response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
         await response.prepare(request)
         try:
-            state = event_stream_state(self.hub, missed=replay.missed, message=replay.why_missed)
+            state = event_stream_state(self.hub, False, missed=replay.missed, message=replay.why_missed)
             await response.write(f"event: status\ndata: {state.model_dump_json()}\n\n".encode())
             if len(self.resumed_after) == 1:
                 return response

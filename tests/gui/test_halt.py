@@ -6,17 +6,19 @@ desktop app or a script through the API).
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 import pytest
 from PySide6.QtWidgets import QGroupBox, QLineEdit
 
+from ftdesk.gui.icons import TrayLook
 from ftdesk.gui.live_confirm import LiveTradingConfirmDialog
 from ftdesk.gui.resume_confirm import ResumeConfirmDialog
 from tests.fakes.waiting import wait_until
 from tests.gui.desktop_rig import Desktop
 from tests.gui.test_cockpit import individual_account, order_status, resting_buy
-from tests.gui.test_tray import log_in
+from tests.gui.test_tray import log_in, menu_texts
 
 API = "/api/v1"
 
@@ -97,6 +99,30 @@ async def test_the_tray_menu_follows_a_halt_from_a_script_and_resumes_with_a_que
     assert (await desktop.call("POST", f"{API}/safety/resume"))[0] == 200  # a script lifts it: the trader is told
     await wait_until(lambda: tray.halt_action.isVisible())
     await wait_until(lambda: "outside the desktop app" in desktop.app.notifier.history[-1].message)
+
+
+async def test_a_halt_has_its_own_tray_icon_and_a_first_status_line_in_the_menu_and_the_window(make_desktop) -> None:
+    desktop = await make_desktop(has_tray=True)
+    tray, window = desktop.app.tray, desktop.app.window
+    assert tray is not None
+    await log_in(desktop)
+    await wait_until(lambda: tray.look is TrayLook.PAPER)
+    assert not tray.halt_line_action.isVisible() and window.halt_line_label.isHidden()
+
+    status, body = await desktop.call("POST", f"{API}/safety/halt", json={"reason": "glance test"})
+    assert status == 200, body
+    await wait_until(lambda: tray.look is TrayLook.HALTED)
+    since = datetime.fromisoformat((await safety(desktop))["halt"]["since"]).astimezone().strftime("%Y-%m-%d %H:%M:%S")
+    line = f"TRADING HALTED since {since} by api"
+    texts = menu_texts(desktop)
+    assert texts[0] == line and texts[1].startswith("Session: logged in")
+    assert tray.icon.icon().cacheKey() == desktop.app.icons.tray_icon(TrayLook.HALTED).cacheKey()
+    assert window.halt_line_label.text() == line and not window.halt_line_label.isHidden()
+
+    assert (await desktop.call("POST", f"{API}/safety/resume"))[0] == 200
+    await wait_until(lambda: tray.look is TrayLook.PAPER)
+    assert not tray.halt_line_action.isVisible() and window.halt_line_label.isHidden()
+    assert menu_texts(desktop)[0].startswith("Session: logged in")
 
 
 async def test_live_trading_cannot_be_switched_on_while_halted(make_desktop) -> None:

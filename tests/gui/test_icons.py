@@ -92,6 +92,24 @@ def test_logged_out_is_grey_paper_green_and_error_amber(icons: IconSet) -> None:
     assert 25 <= error_hue <= 55, f"ERROR hue {error_hue} is not amber"
 
 
+@pytest.mark.parametrize("size", [16, 22])
+def test_halted_is_a_purple_octagon_unlike_live_red_disc(icons: IconSet, size: int) -> None:
+    hue, saturation, _ = dominant_colour(icons.tray_icon(TrayLook.HALTED), size)
+    live_hue, _, _ = dominant_colour(icons.tray_icon(TrayLook.LIVE), size)
+    assert 270 <= hue <= 310, f"HALTED hue {hue} is not purple"
+    assert hue_distance(hue, live_hue) >= 60 and saturation > 0.5
+
+    def edge_run(look: TrayLook) -> int:
+        """Return how many pixels of the top row are covered: a flat side runs along it, a round one touches it."""
+        image = icons.tray_icon(look).pixmap(size, size).toImage()
+        return sum(QColor.fromRgba(image.pixel(x, 0)).alphaF() > 0.5 for x in range(size))
+
+    assert edge_run(TrayLook.HALTED) >= 0.45 * size
+    assert all(edge_run(look) < 0.4 * size for look in TrayLook if look not in (TrayLook.HALTED, TrayLook.PAPER))
+    image = icons.tray_icon(TrayLook.HALTED).pixmap(size, size).toImage()
+    assert QColor.fromRgba(image.pixel(0, 0)).alphaF() < 0.5  # its corners are cut: not the paper sheet
+
+
 def greys(icon: QIcon, size: int, background: float) -> list[float]:
     """Return the luminance (0-1) of each pixel of an icon drawn on a grey level, as colour-blind eyes see shape."""
     image = icon.pixmap(size, size).toImage().convertToFormat(QImage.Format.Format_ARGB32)

@@ -51,6 +51,10 @@ class StreamState(BaseModel):
     description: str = Field(description="What the state means, for a human.")
     since: str = Field(description="ISO 8601 time the connection entered this state.")
     last_error: str | None = Field(description="The last upstream error, or null.")
+    halted: bool = Field(
+        description="True while trading is halted (the kill switch): previews and places are refused. A new status "
+        "frame follows when it changes."
+    )
 
 
 class SymbolUnavailable(BaseModel):

@@ -41,14 +41,15 @@ QUOTE_JSON_CAPACITY = 4096
 """Most symbols whose latest quote JSON is kept for sharing between streams."""
 
 
-def stream_state(hub: QuoteHub) -> StreamState:
-    """Return the hub's connection state as status frames carry it."""
+def stream_state(hub: QuoteHub, halted: bool) -> StreamState:
+    """Return the hub's connection state, and whether trading is halted, as status frames carry them."""
     # Not hub.status(): that builds every consumer's counters, and each new stream calls this.
     return StreamState(
         state=hub.state,
         description=STATE_DESCRIPTIONS[hub.state],
         since=hub.since.isoformat(),
         last_error=hub.last_error,
+        halted=halted,
     )
 
 

@@ -18,13 +18,20 @@ class Health(BaseModel):
     version: str
     broker: str = Field(description="paper or fidelity.")
     live_trading: bool = Field(description="False in dry-run mode: place operations are refused.")
+    halted: bool = Field(
+        description="True while trading is halted (the kill switch, POST /api/v1/safety/halt): previews and places "
+        "are refused until POST /api/v1/safety/resume. GET /api/v1/safety says since when, by whom and why."
+    )
     api_key_required: bool
     uptime_seconds: float = Field(description="Seconds since the service started, to the millisecond.")
 
 
 @routes.get("/health", summary="Service health", response=Health, api_key=False)
 async def get_health(call: Call[None, None]) -> Health:
-    """Say that the service is up, which broker it fronts and whether live trading is on. Needs no API key."""
+    """Say that the service is up, which broker it fronts, whether live trading is on and whether trading is halted.
+
+    Needs no API key.
+    """
     ctx = call.app[CONTEXT]
     return Health(
         status="ok",
@@ -32,6 +39,7 @@ async def get_health(call: Call[None, None]) -> Health:
         version=ctx.version,
         broker=ctx.broker.name,
         live_trading=ctx.live.enabled,
+        halted=ctx.safety.halted,
         api_key_required=ctx.settings.api_key_required,
         uptime_seconds=round(ctx.clock.monotonic() - ctx.started_monotonic, 3),
     )

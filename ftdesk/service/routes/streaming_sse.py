@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from aiohttp import web
@@ -103,11 +103,14 @@ class _SseQuotes:
     writer for direct writes (``QuoteConsumer.deliver_to``); the consumer never runs the two at once.
     """
 
-    def __init__(self, response: web.StreamResponse, hub: QuoteHub, encoded: QuoteJson) -> None:
+    def __init__(
+        self, response: web.StreamResponse, hub: QuoteHub, encoded: QuoteJson, halted: Callable[[], bool]
+    ) -> None:
         self._response = response
         self._hub = hub
         self._encoded = encoded
-        self._state = stream_state(hub)
+        self._halted = halted
+        self._state = stream_state(hub, halted())
         self._next_id = 1
 
     def _frame(self, event: str, data: str) -> str:
@@ -123,8 +126,8 @@ class _SseQuotes:
     async def send(self, batch: list[QuoteItem]) -> None:
         """Write a batch of updates (a heartbeat when empty), after a status frame if the state changed."""
         frames = ""
-        if self._hub.state is not self._state.state:
-            self._state = stream_state(self._hub)
+        if self._hub.state is not self._state.state or self._halted() != self._state.halted:
+            self._state = stream_state(self._hub, self._halted())
             frames += self._frame("status", self._state.model_dump_json())
         if batch:
             frames += "".join([self._frame(*self._encoded.sse_frame(item)) for item in batch])
@@ -134,9 +137,14 @@ class _SseQuotes:
 
 
 async def _pump_sse(
-    response: web.StreamResponse, consumer: QuoteConsumer, hub: QuoteHub, encoded: QuoteJson, heartbeat: float
+    response: web.StreamResponse,
+    consumer: QuoteConsumer,
+    hub: QuoteHub,
+    encoded: QuoteJson,
+    heartbeat: float,
+    halted: Callable[[], bool],
 ) -> None:
-    stream = _SseQuotes(response, hub, encoded)
+    stream = _SseQuotes(response, hub, encoded, halted)
     await stream.open()
     consumer.deliver_to(stream)  # a failed direct write is raised by get(), as a failed send would be
     while True:
@@ -224,7 +232,9 @@ async def stream_quotes(call: Call[None, QuoteStreamQuery]) -> web.StreamRespons
             # A client that went away shows up as a failed write (a quote or the next heartbeat): a reset,
             # or aiohttp's plain ConnectionError when it goes while a write waits for the socket to drain.
             with contextlib.suppress(ConnectionError), _ended_on_unexpected_error(call, response, "SSE quote stream"):
-                await _pump_sse(response, consumer, hub, streaming.frames, streaming.heartbeat_seconds)
+                await _pump_sse(
+                    response, consumer, hub, streaming.frames, streaming.heartbeat_seconds, lambda: ctx.safety.halted
+                )
         return response
     finally:
         if shared is not None:
@@ -266,10 +276,17 @@ class EventStreamState(BaseModel):
         "or the id is from before the service last started. Every buffered event follows.",
     )
     message: str | None = Field(default=None, description="What happened, for missed events or a closed stream.")
+    halted: bool = Field(
+        default=False,
+        description="True while trading is halted (the kill switch): previews and places are refused. A new status "
+        "event follows when it changes.",
+    )
 
 
-def event_stream_state(hub: AccountEventHub, *, missed: bool = False, message: str | None = None) -> EventStreamState:
-    """Return the event hub's connection state as status frames carry it."""
+def event_stream_state(
+    hub: AccountEventHub, halted: bool, *, missed: bool = False, message: str | None = None
+) -> EventStreamState:
+    """Return the event hub's connection state, and whether trading is halted, as status frames carry them."""
     return EventStreamState(
         state=hub.state,
         description=EVENT_STATE_DESCRIPTIONS[hub.state],
@@ -277,6 +294,7 @@ def event_stream_state(hub: AccountEventHub, *, missed: bool = False, message: s
         last_error=hub.last_error,
         events_missed=missed,
         message=message,
+        halted=halted,
     )
 
 
@@ -312,13 +330,19 @@ def _status_frame(state: EventStreamState) -> str:
 
 
 async def _pump_events(
-    response: web.StreamResponse, consumer: EventConsumer, hub: AccountEventHub, *, replay: Replay, heartbeat: float
+    response: web.StreamResponse,
+    consumer: EventConsumer,
+    hub: AccountEventHub,
+    *,
+    replay: Replay,
+    heartbeat: float,
+    halted: Callable[[], bool],
 ) -> None:
     head = f"retry: {SSE_RETRY_MS}\n\n"
-    state = event_stream_state(hub)
+    state = event_stream_state(hub, halted())
     head += _status_frame(state)
     if replay.missed:
-        head += _status_frame(event_stream_state(hub, missed=True, message=replay.why_missed))
+        head += _status_frame(event_stream_state(hub, halted(), missed=True, message=replay.why_missed))
     await response.write(head.encode("utf-8"))
     while True:
         try:
@@ -326,11 +350,12 @@ async def _pump_events(
         except ConsumerClosed as closed:
             # Overflow or shutdown: say why before the stream ends (the client may already be gone).
             with contextlib.suppress(ConnectionError, RuntimeError):
-                await response.write(_status_frame(event_stream_state(hub, message=closed.reason)).encode("utf-8"))
+                closing = event_stream_state(hub, halted(), message=closed.reason)
+                await response.write(_status_frame(closing).encode("utf-8"))
             return
         frames = ""
-        if hub.state is not state.state:
-            state = event_stream_state(hub)
+        if hub.state is not state.state or halted() != state.halted:
+            state = event_stream_state(hub, halted())
             frames += _status_frame(state)
         if batch:
             fields = set(EVENT_FIELDS)  # pydantic takes a set, not a frozenset
@@ -438,7 +463,12 @@ async def stream_events(call: Call[None, EventStreamQuery]) -> web.StreamRespons
             # stream_quotes.
             with contextlib.suppress(ConnectionError), _ended_on_unexpected_error(call, response, "SSE event stream"):
                 await _pump_events(
-                    response, consumer, hub, replay=replay, heartbeat=call.app[STREAMING].heartbeat_seconds
+                    response,
+                    consumer,
+                    hub,
+                    replay=replay,
+                    heartbeat=call.app[STREAMING].heartbeat_seconds,
+                    halted=lambda: ctx.safety.halted,
                 )
         return response
     finally:

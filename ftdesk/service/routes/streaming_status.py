@@ -37,6 +37,10 @@ class StreamingStatus(BaseModel):
 
     mdds: QuoteHubStatus = Field(description="The shared upstream market-data (quote) connection.")
     beps: EventHubStatus = Field(description="The upstream account-event (BEPS) connection and its SSE streams.")
+    halted: bool = Field(
+        description="True while trading is halted (the kill switch): previews and places are refused. The streams' "
+        "status frames carry the same field."
+    )
     consumers_by_kind: dict[str, int] = Field(
         description="Open quote consumers by kind: sse (SSE streams), ws (WebSockets), shared (the REST set); the "
         "same as mdds.consumers_by_kind."
@@ -110,4 +114,6 @@ async def streaming_status(call: Call[None, None]) -> StreamingStatus:
     """
     ctx = context(call)
     status = ctx.quotes.status()
-    return StreamingStatus(mdds=status, beps=ctx.events.status(), consumers_by_kind=status.consumers_by_kind)
+    return StreamingStatus(
+        mdds=status, beps=ctx.events.status(), halted=ctx.safety.halted, consumers_by_kind=status.consumers_by_kind
+    )

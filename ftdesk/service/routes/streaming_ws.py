@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Callable
 from typing import Any, Literal
 
 from aiohttp import WSCloseCode, WSMsgType, web
@@ -114,12 +115,20 @@ class _WsQuotes:
     so quote frames never interleave with the replies to client frames.
     """
 
-    def __init__(self, ws: web.WebSocketResponse, hub: QuoteHub, encoded: QuoteJson, send_lock: asyncio.Lock) -> None:
+    def __init__(
+        self,
+        ws: web.WebSocketResponse,
+        hub: QuoteHub,
+        encoded: QuoteJson,
+        send_lock: asyncio.Lock,
+        halted: Callable[[], bool],
+    ) -> None:
         self._ws = ws
         self._hub = hub
         self._send_lock = send_lock
         self._encoded = encoded
-        self._state = stream_state(hub)
+        self._halted = halted
+        self._state = stream_state(hub, halted())
 
     def _status(self) -> str:
         return self._encoded.ws_status(self._state)
@@ -132,8 +141,8 @@ class _WsQuotes:
     async def send(self, batch: list[QuoteItem]) -> None:
         """Send a batch of updates, after a status frame if the state changed."""
         texts: list[str] = []
-        if self._hub.state is not self._state.state:
-            self._state = stream_state(self._hub)
+        if self._hub.state is not self._state.state or self._halted() != self._state.halted:
+            self._state = stream_state(self._hub, self._halted())
             texts.append(self._status())
         texts += [self._encoded.ws_frame(item) for item in batch]
         if not texts:
@@ -144,9 +153,13 @@ class _WsQuotes:
 
 
 async def _pump_ws(
-    ws: web.WebSocketResponse, consumer: QuoteConsumer, streaming: StreamingState, send_lock: asyncio.Lock
+    ws: web.WebSocketResponse,
+    consumer: QuoteConsumer,
+    streaming: StreamingState,
+    send_lock: asyncio.Lock,
+    halted: Callable[[], bool],
 ) -> None:
-    stream = _WsQuotes(ws, streaming.hub, streaming.frames, send_lock)
+    stream = _WsQuotes(ws, streaming.hub, streaming.frames, send_lock, halted)
     await stream.open()
     consumer.deliver_to(stream)
     while True:
@@ -283,7 +296,9 @@ async def _serve_ws(
     """
     name = f"ws-quotes-{consumer.id}"
     tasks = {
-        asyncio.create_task(_pump_ws(ws, consumer, streaming, send_lock), name=f"{name}-writer"),
+        asyncio.create_task(
+            _pump_ws(ws, consumer, streaming, send_lock, lambda: context(call).safety.halted), name=f"{name}-writer"
+        ),
         asyncio.create_task(_read_ws(ws, consumer, streaming.frames, send_lock), name=f"{name}-reader"),
     }
     try:
