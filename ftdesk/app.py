@@ -46,7 +46,7 @@ from ftdesk.service.safety.guard import SafetyGuard
 from ftdesk.service.safety.loss_watch import LossWatch
 from ftdesk.service.safety.reads import BrokerReads
 from ftdesk.service.safety.store import SafetyStore
-from ftdesk.service.safety.sweep import KillSwitch
+from ftdesk.service.safety.sweep import KillSwitch, RestartSweep
 from ftdesk.service.session import SessionManager
 from ftdesk.service.switches import LiveTradingSwitch, SettingsHolder
 from ftdesk.service.web.app import create_web_app
@@ -133,6 +133,7 @@ class ServiceRuntime:
         self._window = window
         self._key_store: ApiKeyStore | None = None
         self._resources: contextlib.AsyncExitStack | None = None
+        self._sweep: RestartSweep | None = None
 
     @property
     def settings(self) -> Settings:
@@ -151,6 +152,8 @@ class ServiceRuntime:
         if self.settings.login_at_startup:
             # A refused login is not a failed start: the service runs logged out and says why in the status.
             await context.session.login_with_stored_credentials()
+        if self._sweep is not None:  # a run that found a halt cancels the open orders before it answers
+            await self._sweep.after_start(context.session.state is SessionState.LOGGED_IN)
         return context
 
     async def _acquire(self, resources: contextlib.AsyncExitStack) -> ServiceContext:
@@ -197,6 +200,9 @@ class ServiceRuntime:
         resources.callback(live.add_listener(safety.live_changed))  # every switch of live trading is audited
         in_flight = PlacesInFlight()
         kill_switch = KillSwitch(safety, live, session, recorder, in_flight)
+        sweep = self._sweep = RestartSweep(safety, kill_switch)  # requests wait while a halted run sweeps
+        resources.push_async_callback(sweep.close)
+        resources.callback(session.add_listener(lambda state: sweep.session_changed(state is SessionState.LOGGED_IN)))
         orders = OrderDesk(recorder, PreviewBook(clock), safety, kill_switch, live, session, in_flight, holder)
         loss_watch = LossWatch(safety, kill_switch, clock)
         loss_watch.start()

@@ -58,6 +58,7 @@ class AppStatus:
     auto_reauth: bool
     credentials_stored: bool
     events_why_not: str | None = None  # why account events are not live (None when they are, or unknown)
+    problems: tuple[str, ...] = ()  # damaged files moved aside, a full disk, a halt that could not be saved
 
     @property
     def client_count(self) -> int:
@@ -226,9 +227,13 @@ class ServiceBridge(QObject):
             auto_reauth=service.auto_reauth,
             credentials_stored=service.credentials_stored,
             events_why_not=streams.events_why_not,
+            problems=service.problems,
         )
 
     def _notify_changes(self, previous: AppStatus, status: AppStatus) -> None:
+        for problem in status.problems:
+            if problem not in previous.problems:
+                self.notify.emit("ftdesk needs your attention", problem)
         if previous.session is SessionState.LOGGED_IN and status.session is SessionState.EXPIRED:
             self.notify.emit("Session expired", expiry_message(status))
         if status.reauth_count > previous.reauth_count and status.session is SessionState.LOGGED_IN:

@@ -15,7 +15,7 @@ def tray_look(status: AppStatus, halt: HaltState | None = None) -> TrayLook:
     """Return the icon that tells the state at a glance (a halt outranks trouble, which outranks the rest)."""
     if status.running and halt is not None and halt.halted:
         return TrayLook.HALTED
-    if not status.running or status.session is SessionState.EXPIRED or status.upstream_error:
+    if not status.running or status.session is SessionState.EXPIRED or status.upstream_error or status.problems:
         return TrayLook.ERROR
     if status.session is SessionState.LOGGED_OUT:
         return TrayLook.LOGGED_OUT
@@ -115,4 +115,5 @@ def tooltip(status: AppStatus, pnl_line: str | None = None) -> str:
     lines.append(status.api_url)
     if status.last_error and tray_look(status) is TrayLook.ERROR:
         lines.append(status.last_error)
+    lines.extend(status.problems)  # a damaged file moved aside, a full disk: until the service restarts
     return "\n".join(lines)

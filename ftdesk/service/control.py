@@ -149,6 +149,7 @@ class ServiceStatus:
     auto_reauth: bool
     credentials_stored: bool
     streams: StreamStatus
+    problems: tuple[str, ...] = ()  # one line each: damaged files moved aside, a full disk, a halt not saved
 
 
 @dataclass(frozen=True)
@@ -408,6 +409,7 @@ class ServiceControl:
             auto_reauth=session.auto_reauth,
             credentials_stored=session.credentials_stored,
             streams=self.streams(),
+            problems=tuple(run.context.safety.problems),
         )
 
     def streams(self) -> StreamStatus:

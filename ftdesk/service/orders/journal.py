@@ -86,6 +86,21 @@ UNKNOWN_MESSAGE = (
 )
 
 
+HALT_CUT_SHORT = (
+    "The service stopped during this halt, before it had canceled every open order: the next start found the "
+    "halt and swept the open orders again (see the halt row of the restart)"
+)
+
+
+@dataclass(frozen=True)
+class JournaledHalt:
+    """The journal's copy of the kill switch: its last halt or resume row."""
+
+    halted: bool
+    time: datetime
+    by: str  # the row's endpoint, e.g. 'safety (api)'
+
+
 class JournalAction(StrEnum):
     """What an order request asked the broker to do."""
 
@@ -241,6 +256,11 @@ class OrderJournal:
             self._conn = conn
             now = self._clock.now()
             with self._transaction() as tx:
+                tx.execute(
+                    "UPDATE order_journal SET outcome = ?, message = ?, finished_time = ?"
+                    " WHERE outcome = ? AND action = ?",
+                    (Outcome.UNKNOWN.value, HALT_CUT_SHORT, _iso(now), Outcome.PENDING.value, JournalAction.HALT.value),
+                )
                 unknown = tx.execute(
                     "UPDATE order_journal SET outcome = ?, message = ?, finished_time = ? WHERE outcome = ?",
                     (Outcome.UNKNOWN.value, UNKNOWN_MESSAGE, _iso(now), Outcome.PENDING.value),
@@ -383,6 +403,24 @@ class OrderJournal:
                 (first, first, last, last, limit),
             ).fetchall()
         return [_entry(row) for row in rows]
+
+    def last_halt(self) -> JournaledHalt | None:
+        """Return the journal's copy of the kill switch (its newest halt or resume row), or None if it has none."""
+        with self._lock:
+            if self._conn is None:
+                raise JournalClosed(f"The order journal {self.path} is not open")
+            row = self._conn.execute(
+                "SELECT action, time, endpoint FROM order_journal WHERE action IN (?, ?)"
+                " ORDER BY entry_id DESC LIMIT 1",
+                (JournalAction.HALT.value, JournalAction.RESUME.value),
+            ).fetchone()
+        if row is None:
+            return None
+        return JournaledHalt(
+            halted=row["action"] == JournalAction.HALT.value,
+            time=datetime.fromisoformat(row["time"]),
+            by=str(row["endpoint"]),
+        )
 
     # --- Idempotency-Key ---------------------------------------------------------------------------
 

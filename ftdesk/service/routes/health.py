@@ -24,6 +24,11 @@ class Health(BaseModel):
     )
     api_key_required: bool
     uptime_seconds: float = Field(description="Seconds since the service started, to the millisecond.")
+    problems: list[str] = Field(
+        description="What the trader must know about the data dir, one line each: a damaged file moved aside, a "
+        "full disk (STORAGE_FULL, with the data dir and its free space), a halt that could not be saved, a "
+        "safety file gone missing after a halt. Empty when all is well."
+    )
 
 
 @routes.get("/health", summary="Service health", response=Health, api_key=False)
@@ -42,4 +47,5 @@ async def get_health(call: Call[None, None]) -> Health:
         halted=ctx.safety.halted,
         api_key_required=ctx.settings.api_key_required,
         uptime_seconds=round(ctx.clock.monotonic() - ctx.started_monotonic, 3),
+        problems=list(ctx.safety.problems),
     )

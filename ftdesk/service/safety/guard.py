@@ -84,6 +84,9 @@ class SafetyGuard:
         self._save_lock = asyncio.Lock()  # one write of the safety file at a time, so the newest is the last
         self._reads = reads
         self.limits = LimitChecker(clock, lambda: settings.current if settings is not None else None)
+        self.problems: list[str] = []  # one line each: what the trader must know about the data dir's files
+        self._requests_may_proceed = asyncio.Event()  # held closed while a start-up sweep runs
+        self._requests_may_proceed.set()
 
     @classmethod
     async def open(
@@ -95,11 +98,36 @@ class SafetyGuard:
         settings: SettingsHolder | None = None,
         reads: BrokerReads | None = None,
     ) -> SafetyGuard:
-        """Read the safety file (off the loop) and return the guard in the state it keeps."""
+        """Read the halt from both its copies (off the loop) and return the guard in the state they keep.
+
+        The safety file and the journal's last halt or resume row each keep the halt: either one saying halted
+        keeps trading halted, and a safety file gone missing after a halt is reported (log, tray, /health).
+        """
+        existed = await asyncio.to_thread(store.path.exists)
         record = await asyncio.to_thread(store.load, clock.now())
+        problems: list[str] = []
+        try:
+            journaled = await asyncio.to_thread(journal.last_halt)
+        except Exception:  # the journal is open and was just read by the desk: this is not expected
+            log.exception("Could not read the halt from the order journal")
+            journaled = None
+        if journaled is not None and journaled.halted and not record.halt.halted:
+            since = journaled.time.isoformat(timespec="seconds")
+            if existed:
+                why = f"{store.path} says trading is not halted, but the order journal's last halt ({since}, "
+            else:
+                why = f"{store.path} is missing, but the order journal's last halt ({since}, "
+            problem = why + f"{journaled.by}) was never resumed: trading stays halted; resume once checked"
+            problems.append(problem)
+            log.error("%s", problem)
+            by = journaled.by.removeprefix("safety (").removesuffix(")")
+            halt = HaltState(halted=True, since=journaled.time, by=by, reason=problem)
+            record = dataclasses.replace(record, halt=halt)
         if record.halt.halted:
             log.warning("Trading is halted since %s (by %s): kept from the last run", record.halt.since, record.halt.by)
-        return cls(store, journal, clock, record, settings=settings, reads=reads)
+        guard = cls(store, journal, clock, record, settings=settings, reads=reads)
+        guard.problems.extend(problems)
+        return guard
 
     async def close(self) -> None:
         """Finish the audit writes still in flight."""
@@ -196,6 +224,20 @@ class SafetyGuard:
             details={"halted_since": since, "halted_by": halt.by, "reason": halt.reason},
         )
 
+    # --- the start-up sweep's hold on requests ---------------------------------------------------------------
+
+    def hold_requests(self) -> None:
+        """Make requests wait (``requests_may_proceed``) until ``release_requests``: a sweep is running."""
+        self._requests_may_proceed.clear()
+
+    def release_requests(self) -> None:
+        """Let held requests go on."""
+        self._requests_may_proceed.set()
+
+    async def requests_may_proceed(self) -> None:
+        """Return once no start-up sweep holds requests."""
+        await self._requests_may_proceed.wait()
+
     # --- changes -------------------------------------------------------------------------------------------
 
     async def set_halted(self, source: str, reason: str | None) -> tuple[HaltState, bool]:
@@ -250,6 +292,38 @@ class SafetyGuard:
             )
         except Exception:
             log.exception("Could not journal a %s by %s", action.value, source)
+
+    async def begin_halt_row(self, source: str, reason: str | None, request_id: str) -> int | None:
+        """Write the journal's copy of a halt as it starts (``pending``); return its entry id (None if not written)."""
+        draft = JournalDraft(
+            request_id=request_id,
+            endpoint=f"safety ({source})",
+            action=JournalAction.HALT,
+            order_kind=None,
+            facts=OrderFacts(),
+            body_hash="",
+        )
+        try:
+            return await asyncio.to_thread(self._journal.begin, draft)
+        except Exception:
+            log.exception("Could not write the halt by %s to the order journal", source)
+            return None
+
+    async def finish_halt_row(
+        self, entry_id: int, message: str, *, conf_nums: tuple[str, ...], error_code: str | None
+    ) -> None:
+        """Complete the journal's halt row with what the halt did."""
+        try:
+            await asyncio.to_thread(
+                self._journal.finish,
+                entry_id,
+                Outcome.ACCEPTED,
+                conf_nums=conf_nums,
+                error_code=error_code,
+                message=message[:4000],
+            )
+        except Exception:
+            log.exception("Could not journal what the halt did: %s", message)
 
     async def _change(self, record: SafetyRecord) -> None:
         self._record = record  # in memory first: the gate refuses from this moment on

@@ -130,6 +130,8 @@ class KillSwitch:
         request_id = f"halt-{uuid.uuid4().hex[:16]}"
         async with guard.halt_lock:
             state, already = await guard.set_halted(source, reason)
+            # The journal's copy of the halt, before any cancel: a restart finds it even without the safety file.
+            halt_row = await guard.begin_halt_row(source, reason, request_id)
             live_was_on = self._live.enabled
             self._live.set(False, "halt")
             log.warning("Trading halted by %s%s", source, f" ({reason})" if reason else "")
@@ -149,15 +151,46 @@ class KillSwitch:
                 canceled=canceled,
                 failures=failures,
             )
+            conf_nums = tuple(c.conf_num for c in canceled)
+            error_code = "CANCEL_FAILED" if failures else None
+            summary = _summary(outcome, reason)
+            if halt_row is not None:
+                await guard.finish_halt_row(halt_row, summary, conf_nums=conf_nums, error_code=error_code)
+            else:  # the first write failed: one more try, as a finished row
+                await guard.journal(
+                    JournalAction.HALT, source, summary, conf_nums=conf_nums, error_code=error_code, request_id=request_id
+                )
+            return outcome
+
+    async def restart_sweep(self, reason: str) -> bool:
+        """Cancel every working order of a run that found a halt; journal it; return whether the orders were listed."""
+        guard = self._guard
+        request_id = f"halt-{uuid.uuid4().hex[:16]}"
+        async with guard.halt_lock:
+            if not guard.halted:  # resumed meanwhile: nothing owed
+                return True
+            halt = guard.halt_state
+            log.warning("Trading is halted (since %s by %s): canceling every working order", halt.since, halt.by)
+            canceled, failures = await self.cancel_everything(request_id, "restart")
+            outcome = HaltOutcome(
+                halted_since=halt.since or guard.now(),
+                source="restart",
+                already_halted=True,
+                live_was_on=False,
+                canceled=canceled,
+                failures=failures,
+            )
+            summary = _summary(outcome, reason)
+            log.warning("%s", summary)
             await guard.journal(
                 JournalAction.HALT,
-                source,
-                _summary(outcome, reason),
+                "restart",
+                summary,
                 conf_nums=tuple(c.conf_num for c in canceled),
                 error_code="CANCEL_FAILED" if failures else None,
                 request_id=request_id,
             )
-            return outcome
+            return not any(f.conf_num is None for f in failures)
 
     async def resume(self, source: str) -> HaltState:
         """Lift the kill switch (live trading stays off) and journal who did; return the halt that was lifted."""
@@ -185,3 +218,59 @@ class KillSwitch:
             limits=guard.limits.limits,
             usage=guard.limits.usage(guard.record),
         )
+
+
+SWEEP_HOLD_SECONDS = 2 * SETTLE_SECONDS
+"""Longest a request waits for a start-up sweep before it is served anyway (previews and places stay refused)."""
+
+
+class RestartSweep:
+    """The sweep of a run that starts halted: cancel every working order before the service answers.
+
+    A run that finds a halt (a crash during a halt, or an ordinary halted restart) cancels every working order,
+    journaled like a halt's cancels (endpoint ``HALT cancel (restart)``) plus one ``halt`` row saying what it
+    did, while requests wait (``SafetyGuard.requests_may_proceed``). The orders can only be listed while logged
+    in: the sweep runs once the start-up login is done, or at the first login after it, and until it could list
+    the orders every login brings it back.
+    """
+
+    def __init__(self, guard: SafetyGuard, kill_switch: KillSwitch) -> None:
+        self._guard = guard
+        self._kill_switch = kill_switch
+        self.pending = guard.halted
+        self._task: asyncio.Task[None] | None = None
+        if self.pending:
+            guard.hold_requests()  # until the start-up login and sweep are done
+
+    def session_changed(self, logged_in: bool) -> None:
+        """Start the sweep when a login happens while it is still owed."""
+        if logged_in and self.pending and self._task is None:
+            self._guard.hold_requests()
+            self._task = asyncio.get_running_loop().create_task(self._sweep())
+
+    async def after_start(self, logged_in: bool) -> None:
+        """Run the sweep when the start-up login succeeded; either way, let requests through afterwards."""
+        self.session_changed(logged_in)
+        task = self._task
+        if task is not None:
+            await asyncio.shield(task)
+        self._guard.release_requests()
+
+    async def close(self) -> None:
+        """Stop a sweep still running (the service is stopping)."""
+        task, self._task = self._task, None
+        if task is not None and not task.done():
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+        self._guard.release_requests()
+
+    async def _sweep(self) -> None:
+        halt = self._guard.halt_state
+        try:
+            listed = await self._kill_switch.restart_sweep(f"a start that found the halt by {halt.by}")
+            self.pending = not listed  # the orders could not be listed: the next login tries again
+        except Exception:
+            log.exception("The start-up sweep of a halted run failed; halt again to cancel the open orders")
+        finally:
+            self._task = None
+            self._guard.release_requests()
