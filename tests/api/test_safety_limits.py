@@ -247,8 +247,8 @@ async def test_a_daily_loss_halts_trading_with_no_order_sent_and_not_without_a_l
     await limits(desk, daily_loss_limit=round(loss / 2, 2))  # crossed, but no order is sent
     await clock.advance(LOSS_WATCH_SECONDS)
     await wait_until(lambda: desk.control.safety().halt.halted)
-    async with asyncio.timeout(10):  # the halt's journal row is written once its cancels are done
-        while not (halt_rows := [e for e in await desk.journal() if e["action"] == "halt"]):  # noqa: ASYNC110
+    async with asyncio.timeout(10):  # the halt's journal row is written as it starts, completed after its cancels
+        while not (halt_rows := [e for e in await desk.journal() if e["action"] == "halt" and e["finished_time"]]):  # noqa: ASYNC110
             await asyncio.sleep(0.01)
 
     state = await desk.ok("GET", "/safety")

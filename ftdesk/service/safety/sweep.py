@@ -158,7 +158,12 @@ class KillSwitch:
                 await guard.finish_halt_row(halt_row, summary, conf_nums=conf_nums, error_code=error_code)
             else:  # the first write failed: one more try, as a finished row
                 await guard.journal(
-                    JournalAction.HALT, source, summary, conf_nums=conf_nums, error_code=error_code, request_id=request_id
+                    JournalAction.HALT,
+                    source,
+                    summary,
+                    conf_nums=conf_nums,
+                    error_code=error_code,
+                    request_id=request_id,
                 )
             return outcome
 
