@@ -17,7 +17,7 @@ summary, history) each client walks in turn. Three ways to call (four with ``--b
   fake over one keep-alive session and returns the bytes: the least any service in this stack can cost.
 
 For each: calls/s, p50 and p99 latency, and upstream calls per client call (from the fake's counter).
-The goals of issue 17 are checked and printed; nothing asserts (the machine is shared and noisy).
+The service's Fidelity goals are checked and printed; nothing asserts (the machine is shared and noisy).
 
     .venv/bin/python bench/fidelity.py [--seconds 3] [--latencies 0,100] [--clients 1,10,50] [--no-beps]
 """
@@ -320,7 +320,7 @@ def _goals(rows: list[dict[str, Any]]) -> None:
                 return row
         return None
 
-    print("goals (issue 17):")
+    print("goals:")
     for latency, goal in ((0.0, 0.5), (100.0, 0.9)):
         ours, direct = find(latency, "positions", 1, "ftdesk"), find(latency, "positions", 1, "direct")
         if ours and direct:

@@ -163,6 +163,7 @@ class AccessQueueHandler(logging.handlers.QueueHandler):
         super().__init__(records)
         self.writer = logging.handlers.QueueListener(records, *handlers, respect_handler_level=True)
         self.writer.start()
+        self._writing = True
         atexit.register(self.stop)  # runs before logging's own flush at exit: no line is lost
 
     def prepare(self, record: logging.LogRecord) -> logging.LogRecord:
@@ -180,13 +181,18 @@ class AccessQueueHandler(logging.handlers.QueueHandler):
     def stop(self) -> None:
         """Write every queued record, then stop the writer thread (idempotent)."""
         atexit.unregister(self.stop)
-        if self.writer._thread is not None:  # QueueListener.stop() fails when called twice
+        if self._writing:  # QueueListener.stop() fails when called twice
+            self._writing = False
             self.writer.stop()
 
     def close(self) -> None:
         """Flush and stop the writer, then close."""
         self.stop()
         super().close()
+
+
+OUR_HANDLER = "ftdesk"
+"""The name of the handlers ``configure_logging`` installs: a second call replaces them, and only them."""
 
 
 def configure_logging(level: str, log_dir: Path | None, redactor: SecretRedactor) -> Path | None:
@@ -199,7 +205,7 @@ def configure_logging(level: str, log_dir: Path | None, redactor: SecretRedactor
     access = logging.getLogger(ACCESS_LOGGER)
     for logger in (access, root):
         for handler in list(logger.handlers):
-            if getattr(handler, "_ftdesk", False):
+            if handler.get_name() == OUR_HANDLER:
                 logger.removeHandler(handler)
                 handler.close()
     formatter = OneRecordPerLineFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -214,10 +220,10 @@ def configure_logging(level: str, log_dir: Path | None, redactor: SecretRedactor
     for handler in handlers:
         handler.setFormatter(formatter)
         handler.addFilter(redactor)
-        handler._ftdesk = True  # type: ignore[attr-defined]
+        handler.set_name(OUR_HANDLER)
         root.addHandler(handler)
     access_queue = AccessQueueHandler(queue.SimpleQueue(), handlers)
-    access_queue._ftdesk = True  # type: ignore[attr-defined]
+    access_queue.set_name(OUR_HANDLER)
     access.addHandler(access_queue)
     access.propagate = False
     # aiohttp logs each request at INFO through our AccessLogger; keep its own chatter at WARNING.

@@ -45,8 +45,14 @@ async def _awaited(awaitable: Awaitable[T]) -> T:
 class StreamIterator(Generic[Item]):
     """A blocking iterator over one of the async client's streams; ``close()`` (or ``with``) stops it."""
 
-    def __init__(self, client: Client, source: AsyncGenerator[Item, None]) -> None:
-        self._client = client
+    def __init__(
+        self,
+        run: Callable[[Awaitable[Any]], Any],
+        client_closed: Callable[[], bool],
+        source: AsyncGenerator[Item, None],
+    ) -> None:
+        self._run = run  # the client's blocking runner (its loop thread)
+        self._client_closed = client_closed
         self._source = source
         self._closed = False
 
@@ -57,7 +63,8 @@ class StreamIterator(Generic[Item]):
         if self._closed:
             raise StopIteration
         try:
-            return self._client._run(anext(self._source))
+            item: Item = self._run(anext(self._source))
+            return item
         except StopAsyncIteration:
             self._closed = True
             raise StopIteration from None
@@ -74,8 +81,8 @@ class StreamIterator(Generic[Item]):
         """End the stream and its connection."""
         if not self._closed:
             self._closed = True
-            if not self._client.closed:
-                self._client._run(self._source.aclose())
+            if not self._client_closed():
+                self._run(self._source.aclose())
 
 
 class WsIterator(Generic[Item]):
@@ -548,11 +555,11 @@ class Client:
 
     def stream_quotes(self, symbols: Sequence[str], *, depth: bool = False) -> StreamIterator[Quote | OrderBook]:
         """Iterate over live quotes (SSE); reconnects by itself. Use ``with`` or ``close()`` to stop."""
-        return StreamIterator(self, self._async.stream_quotes(symbols, depth=depth))
+        return StreamIterator(self._run, lambda: self.closed, self._async.stream_quotes(symbols, depth=depth))
 
     def stream_events(self, last_event_id: int | None = None) -> StreamIterator[EventFrame]:
         """Iterate over account events (SSE), resuming after a drop with ``Last-Event-ID``."""
-        return StreamIterator(self, self._async.stream_events(last_event_id))
+        return StreamIterator(self._run, lambda: self.closed, self._async.stream_events(last_event_id))
 
     def ws_quotes(self, symbols: Sequence[str], *, depth: bool = False) -> WsIterator[Quote | OrderBook]:
         """Iterate over live quotes from the WebSocket (``websockets.sync``); re-subscribes after a reconnect."""

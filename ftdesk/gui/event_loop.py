@@ -9,7 +9,8 @@ from typing import Any
 
 import qasync
 
-# asyncio's hooks for event loop implementations (in asyncio.__all__), bound once: they run on every callback.
+# asyncio's hooks for event loop implementations (in asyncio.__all__ though underscored: the only way to set the
+# running loop for a callback qasync runs outside it), bound once: they run on every callback.
 _get_running_loop = asyncio._get_running_loop
 _set_running_loop = asyncio._set_running_loop
 
@@ -44,7 +45,7 @@ class DesktopEventLoop(qasync.QEventLoop):  # type: ignore[misc]  # qasync ships
     the running loop, and any ``processEvents()`` made while it is stopped (pytest-qt makes one between
     the phases of every test). A task stepped there failed on its first ``create_task`` or ``sleep`` with
     "no running event loop", which is how a streaming hub's supervisor died between the phases of a test.
-    This is qasync issue #121, still open in 0.28.0, the newest release.
+    qasync 0.28.0, the newest release, still does this.
 
     The fix uses only public API: the loop's own ``call_soon``/``call_later``/``call_at`` (every callback
     qasync schedules, from tasks, futures, socket notifiers and ``call_soon_threadsafe``, passes through

@@ -1,1 +1,1 @@
-"""One upstream per feed, fanned out to many consumers (built in the streaming issue)."""
+"""One upstream per feed, fanned out to many consumers (the quote hub and the account-event hub)."""

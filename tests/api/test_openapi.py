@@ -132,7 +132,7 @@ async def test_docs_page_for_browsers_is_served_offline(service) -> None:
         assert "/docs/openapi.json" in await response.text()
 
 
-# --- what generators need (issue 18) ----------------------------------------------------------------------------
+# --- what generators need --------------------------------------------------------------------------------------
 
 
 def component(spec: dict, ref_or_schema: dict) -> dict:

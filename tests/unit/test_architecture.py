@@ -7,6 +7,7 @@ stopped seeing anything would fail too.
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -258,3 +259,199 @@ def test_the_state_scan_flags_containers_and_spares_constants(tmp_path: Path) ->
         "    shared = {}\n"
     )
     assert module_state(sample) == ["7: _cache", "8: TABLE_AS_DICT", "10: pending", "11: ids"]
+
+
+# --- reaches into another object's private members -------------------------------------------------------------
+
+MAX_PRIVATE_REACHES = 8
+"""Only what a library forces (its state kept in underscored members, no public way to it), each explained."""
+
+
+def private_reaches(path: Path) -> list[tuple[int, str]]:
+    """Return ``(line, expression)`` for each ``x._name`` where ``x`` is not the object itself (self, cls, super())."""
+    found: list[tuple[int, str]] = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if not (isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__")):
+            continue
+        owner = node.value
+        if isinstance(owner, ast.Name) and owner.id in ("self", "cls"):
+            continue
+        if isinstance(owner, ast.Call) and isinstance(owner.func, ast.Name) and owner.func.id == "super":
+            continue
+        found.append((node.lineno, ast.unparse(node)))
+    return sorted(found)
+
+
+def _explained(lines: list[str], line: int) -> bool:
+    """Say whether a comment on the line or on one of the three lines above it gives a reason."""
+    return any("#" in text for text in lines[max(0, line - 4) : line])
+
+
+def test_private_reaches_are_few_and_each_says_why() -> None:
+    reaches = {
+        f"{name}:{line}: {text}": _explained(path.read_text(encoding="utf-8").splitlines(), line)
+        for name, path in package_modules(PACKAGE).items()
+        for line, text in private_reaches(path)
+    }
+    assert len(reaches) <= MAX_PRIVATE_REACHES, f"reaches into other objects' private members: {sorted(reaches)}"
+    assert [where for where, explained in reaches.items() if not explained] == [], "say which library forces it"
+
+
+def test_the_private_reach_scan_sees_a_reach_and_spares_the_object_itself(tmp_path: Path) -> None:
+    sample = tmp_path / "sample.py"
+    sample.write_text(
+        "class A(B):\n"
+        "    def f(self, other):\n"
+        "        self._mine = other._theirs\n"
+        "        super()._setup()\n"
+        "        return other.__class__, type(self)._table, cls_ref._x\n"
+    )
+    assert private_reaches(sample) == [(3, "other._theirs"), (5, "cls_ref._x"), (5, "type(self)._table")]
+    assert _explained(["x = 1", "# aiohttp keeps it private", "y = a._b"], 3)
+    assert not _explained(["x = 1", "y = a._b"], 2)
+
+
+# --- the service floor stays grouped ----------------------------------------------------------------------------
+
+MAX_SERVICE_TOP_MODULES = 20
+"""Past this the service floor reads as a flat list again; group by job in a subpackage instead."""
+
+
+def top_modules(folder: Path) -> list[str]:
+    """Return the modules directly in a package folder (not its subpackages, not ``__init__``)."""
+    return sorted(path.stem for path in folder.glob("*.py") if path.name != "__init__.py")
+
+
+def test_the_service_floor_has_few_modules_at_its_top() -> None:
+    found = top_modules(PACKAGE / "service")
+    assert len(found) <= MAX_SERVICE_TOP_MODULES, f"{len(found)} modules at the top of ftdesk/service: {found}"
+
+
+def test_the_top_module_count_leaves_out_subpackages(tmp_path: Path) -> None:
+    (tmp_path / "sub").mkdir()
+    for name in ("__init__.py", "a.py", "b.py", "sub/__init__.py", "sub/c.py"):
+        (tmp_path / name).write_text("")
+    assert top_modules(tmp_path) == ["a", "b"]
+
+
+# --- composition without late wiring --------------------------------------------------------------------------
+
+COMPOSITION = ("ftdesk/app.py", "ftdesk/service/control.py")
+"""The composition root and the control surface: each part is built with what it needs, never patched after."""
+
+
+def _assigned(node: ast.AST) -> list[ast.expr]:
+    if isinstance(node, ast.Assign):
+        targets: list[ast.expr] = []
+        for target in node.targets:
+            targets.extend(target.elts if isinstance(target, ast.Tuple | ast.List) else [target])
+        return targets
+    if isinstance(node, ast.AugAssign | ast.AnnAssign):
+        return [node.target]
+    return []
+
+
+def foreign_attribute_sets(path: Path) -> list[str]:
+    """Return ``line: target`` for each attribute assigned on anything but the object itself (``self``)."""
+    found: list[str] = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        for target in _assigned(node):
+            if isinstance(target, ast.Attribute) and not (
+                isinstance(target.value, ast.Name) and target.value.id == "self"
+            ):
+                found.append(f"{node.lineno}: {ast.unparse(target)}")
+    return found
+
+
+def test_the_composition_sets_no_attribute_on_another_object() -> None:
+    root = PACKAGE.parent
+    offenders = [f"{name}:{where}" for name in COMPOSITION for where in foreign_attribute_sets(root / name)]
+    assert offenders == [], f"build the part with it instead: {offenders}"
+
+
+def context_reassignments(path: Path) -> list[str]:
+    """Return ``line: target`` for each assignment to a member of a service context (``context.x``, ``ctx.x``)."""
+    found: list[str] = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        for target in _assigned(node):
+            if not isinstance(target, ast.Attribute):
+                continue
+            owner = target.value
+            named = owner.id if isinstance(owner, ast.Name) else owner.attr if isinstance(owner, ast.Attribute) else ""
+            if named in ("context", "ctx"):
+                found.append(f"{node.lineno}: {ast.unparse(target)}")
+    return found
+
+
+def test_nothing_reassigns_a_member_of_the_service_context() -> None:
+    offenders = [
+        f"{name}:{where}" for name, path in package_modules(PACKAGE).items() for where in context_reassignments(path)
+    ]
+    assert offenders == [], f"the context is frozen: change the collaborator (a holder, a switch) instead: {offenders}"
+
+
+def test_the_service_context_is_frozen() -> None:
+    import dataclasses
+
+    from ftdesk.service.context import ServiceContext
+
+    assert ServiceContext.__dataclass_params__.frozen  # type: ignore[attr-defined]
+    fields = {field.name for field in dataclasses.fields(ServiceContext)}
+    assert "settings" not in fields  # settings change live: they are read through the holder
+
+
+def test_the_composition_scans_see_late_wiring(tmp_path: Path) -> None:
+    sample = tmp_path / "sample.py"
+    sample.write_text(
+        "class Root:\n"
+        "    def start(self, orders, run):\n"
+        "        self.server = 1\n"
+        "        orders.guard = 2\n"
+        "        run.context.settings = 3\n"
+        "        ctx.live, self.x = 4, 5\n"
+        "        run.count += 1\n"
+    )
+    assert foreign_attribute_sets(sample) == [
+        "4: orders.guard",
+        "5: run.context.settings",
+        "6: ctx.live",
+        "7: run.count",
+    ]
+    assert context_reassignments(sample) == ["5: run.context.settings", "6: ctx.live"]
+
+
+# --- comments a reader can follow --------------------------------------------------------------------------------
+
+ISSUE_REFERENCE = re.compile(r"\bissues?[ -]#?\d+|\bthe [a-z]+ issue\b|\bissue #\d+", re.IGNORECASE)
+"""An issue named in a comment or docstring: the reader of the code cannot see the tracker; say the fact instead."""
+
+
+def issue_references(path: Path) -> list[str]:
+    """Return ``line: text`` for each mention of an issue (by number, or 'the streaming issue')."""
+    return [
+        f"{number}: {match.group(0)}"
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1)
+        for match in ISSUE_REFERENCE.finditer(line)
+    ]
+
+
+def test_no_comment_names_an_issue() -> None:
+    offenders = [
+        f"{name}:{where}" for name, path in package_modules(PACKAGE).items() for where in issue_references(path)
+    ]
+    assert offenders == []
+
+
+def test_the_issue_scan_sees_numbers_and_names(tmp_path: Path) -> None:
+    sample = tmp_path / "sample.py"
+    sample.write_text(
+        '"""Menu (issue 6), built in the streaming issue."""\n'
+        "# see qasync issue #121 and Issue-16\n"
+        "x = 1  # an issue of ordering, not a number\n"
+    )
+    assert issue_references(sample) == [
+        "1: issue 6",
+        "1: the streaming issue",
+        "2: issue #121",
+        "2: Issue-16",
+    ]

@@ -8,7 +8,7 @@ import stat
 
 import pytest
 
-from ftdesk.logs import SecretRedactor
+from ftdesk.logs import OUR_HANDLER, SecretRedactor
 
 
 def test_redactor_masks_known_secrets_in_messages_args_and_tracebacks() -> None:
@@ -47,7 +47,7 @@ def test_a_windowed_app_without_stderr_logs_to_its_file_only(tmp_path, monkeypat
     root = logging.getLogger()
     log_file = configure_logging("INFO", tmp_path, SecretRedactor())
     logging.getLogger("ftdesk.test").warning("written with no console")
-    ours = [handler for handler in root.handlers if getattr(handler, "_ftdesk", False)]
+    ours = [handler for handler in root.handlers if handler.get_name() == OUR_HANDLER]
     assert [type(handler).__name__ for handler in ours] == ["PrivateRotatingFileHandler"]
     for handler in ours:
         handler.flush()

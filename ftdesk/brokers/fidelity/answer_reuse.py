@@ -66,11 +66,13 @@ class EventWatch:
         self.events += 1
         self.epoch += 1
 
-    def _opened(self) -> None:
+    def opened(self) -> None:
+        """Note a connection whose events are now read: answers fetched before it may lack them."""
         self._readers += 1
         self.epoch += 1
 
-    def _closed(self) -> None:
+    def closed(self) -> None:
+        """Note a connection no longer read."""
         self._readers -= 1
         self.epoch += 1
 
@@ -108,7 +110,7 @@ class WatchedConnection:
         """Yield the inner connection's events, noting each before it is passed on."""
         if not self._reading:
             self._reading = True
-            self._watch._opened()
+            self._watch.opened()
         try:
             async for event in self._inner.events():
                 self._watch.saw_event()
@@ -124,4 +126,4 @@ class WatchedConnection:
     def _stop(self) -> None:
         if self._reading:
             self._reading = False
-            self._watch._closed()
+            self._watch.closed()

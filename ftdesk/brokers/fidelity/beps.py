@@ -251,7 +251,7 @@ class BepsConnection:
         try:
             if not self._ws.closed:
                 with contextlib.suppress(Exception):
-                    await self._send({"id": SUBSCRIPTION_ID, "type": "stop"})
+                    await self.send({"id": SUBSCRIPTION_ID, "type": "stop"})
             with contextlib.suppress(Exception):
                 await self._ws.close()
         finally:
@@ -264,8 +264,9 @@ class BepsConnection:
 
     # --- handshake (called by the feed) ---------------------------------------------------------
 
-    async def _handshake(self, subscription: dict[str, Any]) -> None:
-        await self._send({"type": "connection_init"})
+    async def handshake(self, subscription: dict[str, Any]) -> None:
+        """Initialise the socket, wait for BEPS's ack and start the subscription."""
+        await self.send({"type": "connection_init"})
         deadline = self._clock.monotonic() + self._ack_timeout
         while True:
             frame = await self._receive_until(deadline)
@@ -281,12 +282,13 @@ class BepsConnection:
             if kind in ("connection_error", "error"):
                 raise BrokerError(f"BEPS refused the connection: {self._scrub.upstream_errors(message.get('payload'))}")
             # "ka" may come before the ack; anything else is not for this stage.
-        await self._send({"id": SUBSCRIPTION_ID, "type": "start", "payload": subscription})
+        await self.send({"id": SUBSCRIPTION_ID, "type": "start", "payload": subscription})
         self._alive_until = self._clock.monotonic() + self._keepalive_timeout
 
     # --- wire -----------------------------------------------------------------------------------
 
-    async def _send(self, message: dict[str, Any]) -> None:
+    async def send(self, message: dict[str, Any]) -> None:
+        """Send one protocol message as compact JSON."""
         await self._ws.send_str(json.dumps(message, separators=(",", ":")))
 
     async def _receive_until(self, deadline: float) -> aiohttp.WSMessage | None:

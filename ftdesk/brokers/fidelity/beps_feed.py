@@ -74,8 +74,8 @@ class BepsAccountEventFeed:
         self._connect_timeout = connect_timeout
         self._ack_timeout = ack_timeout
         self._close_timeout = close_timeout
-        self._drain_timeout = drain_timeout
-        self._renew_retry = renew_retry
+        self.drain_timeout = drain_timeout  # how long an old socket may finish after a renewal
+        self.renew_retry = renew_retry  # seconds before a failed renewal is tried again
         self._token: BepsToken | None = None
         self.token_fetches = 0
         self.renewals = 0
@@ -118,9 +118,9 @@ class BepsAccountEventFeed:
         reason = self.unavailable_reason()
         if reason is not None:
             raise StreamingUnavailable(reason)
-        config, token = await self._resolve(fresh=False)
+        config, token = await self.resolve(fresh=False)
         try:
-            first = await self._open(config)
+            first = await self.open_connection(config)
         except BrokerError:
             self._token = None  # a refused token is not offered again
             raise
@@ -128,7 +128,7 @@ class BepsAccountEventFeed:
             return first
         return RenewingBepsConnection(self, first, token, self._clock)
 
-    async def _resolve(self, *, fresh: bool) -> tuple[BepsConfig, BepsToken | None]:
+    async def resolve(self, *, fresh: bool) -> tuple[BepsConfig, BepsToken | None]:
         """Return the whole configuration (overrides first) and the fetched token it uses, if any."""
         config = self._config
         login = self._login
@@ -164,7 +164,7 @@ class BepsAccountEventFeed:
         )
         return resolved, token
 
-    async def _open(self, config: BepsConfig) -> BepsConnection:
+    async def open_connection(self, config: BepsConfig) -> BepsConnection:
         """Open the socket, wait for the ack and start the subscription; raise ``BrokerError`` on failure."""
         scrub = _Scrubber(config.secrets())
         subscription = {
@@ -193,7 +193,7 @@ class BepsAccountEventFeed:
             connection = BepsConnection(http, ws, clock=self._clock, scrub=scrub, ack_timeout=self._ack_timeout)
             if ws.protocol != SUBPROTOCOL:
                 raise BrokerError(f"BEPS did not accept the {SUBPROTOCOL} subprotocol")
-            await connection._handshake(subscription)
+            await connection.handshake(subscription)
         except BaseException as exc:
             if connection is not None:
                 await connection.close()
@@ -240,8 +240,8 @@ class RenewingBepsConnection:
         """Switch to a socket on a new token; return the old socket, or None (retry later) on failure."""
         feed = self._feed
         try:
-            config, token = await feed._resolve(fresh=True)
-            new = await feed._open(config)
+            config, token = await feed.resolve(fresh=True)
+            new = await feed.open_connection(config)
         except Exception as exc:
             now = self._clock.monotonic()
             expires = self._token.expires_at
@@ -249,7 +249,7 @@ class RenewingBepsConnection:
             feed.last_renewal_error = f"Could not renew the BEPS token: {reason}"
             if expires is not None and expires - now <= 1.0:
                 raise BrokerError(f"The BEPS token expired and no new one could be had: {reason}") from None
-            wait = feed._renew_retry if expires is None else min(feed._renew_retry, (expires - now) / 2)
+            wait = feed.renew_retry if expires is None else min(feed.renew_retry, (expires - now) / 2)
             log.warning("%s; trying again in %g s", feed.last_renewal_error, wait)
             self._renew_at = now + wait
             return None
@@ -265,8 +265,8 @@ class RenewingBepsConnection:
         """Stop the old subscription and pass on what it still delivers until BEPS completes it."""
         try:
             with contextlib.suppress(Exception):
-                await old._send({"id": SUBSCRIPTION_ID, "type": "stop"})
-            async for event in old.events(stop_at=self._clock.monotonic() + self._feed._drain_timeout):
+                await old.send({"id": SUBSCRIPTION_ID, "type": "stop"})
+            async for event in old.events(stop_at=self._clock.monotonic() + self._feed.drain_timeout):
                 if self._fresh(event):
                     yield event
         except BrokerError:

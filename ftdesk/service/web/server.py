@@ -76,12 +76,14 @@ class _EnvelopeServer(web.Server):
 
     def __init__(self, plain: web.Server) -> None:
         # Made from the server aiohttp built for the app, so its handler, factory and settings are unchanged.
+        # aiohttp keeps a server's handler settings and loop only in private members and has no hook to swap the
+        # connection handler class (see EnvelopeRequestHandler), so these two reads are the price of the envelope.
         self._handler_kwargs: dict[str, Any] = dict(plain._kwargs)
         super().__init__(
             plain.request_handler,
             request_factory=plain.request_factory,
             handler_cancellation=plain.handler_cancellation,
-            loop=plain._loop,
+            loop=plain._loop,  # private in aiohttp too (see above)
             **self._handler_kwargs,
         )
 
@@ -141,9 +143,8 @@ class ServiceServer:
                 raise PortInUseError(self._host, self._port) from None
             raise
         self._runner = runner
-        server = site._server  # aiohttp exposes no public accessor for the bound sockets
-        sockets = getattr(server, "sockets", None) or []
-        self.bound_port = sockets[0].getsockname()[1] if sockets else self._port
+        addresses = runner.addresses  # (host, port, ...) of each bound socket
+        self.bound_port = int(addresses[0][1]) if addresses else self._port
 
     @property
     def url(self) -> str:
