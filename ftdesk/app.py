@@ -26,6 +26,7 @@ from ftdesk.brokers.fidelity.broker import FidelityBroker
 from ftdesk.brokers.fidelity.config import FidelityConfig
 from ftdesk.brokers.paper.broker import PaperBroker, paper_db_path, reset_world
 from ftdesk.brokers.paper.config import PaperConfig
+from ftdesk.brokers.paper_on_fidelity.broker import PaperOnFidelityBroker
 from ftdesk.config import SETTINGS, ConfigError, Settings, load_settings
 from ftdesk.data_dir import secure_data_dir, tightened_message
 from ftdesk.domain.clock import Clock, SystemClock
@@ -54,6 +55,7 @@ from ftdesk.service.web.routing import RouteTable
 from ftdesk.service.web.server import PortInUseError, ServiceServer
 from ftdesk.streaming.event_hub import AccountEventHub, first_event_id
 from ftdesk.streaming.hub import QuoteHub
+from ftdesk.streaming.tap import HubQuoteTap
 
 log = logging.getLogger("ftdesk")
 
@@ -80,25 +82,34 @@ def build_broker(settings: Settings, clock: Clock) -> Broker:
             session_lifetime=settings.paper_session_lifetime,
             tick_interval=settings.paper_tick_interval,
         )
+        if settings.paper_market == "fidelity":
+            # The Fidelity side is built without order entry: nothing in this mode can send an order to Fidelity.
+            return PaperOnFidelityBroker(config, build_fidelity(settings, clock, order_entry=False))
         return PaperBroker(config, clock)
     if settings.broker == "fidelity":
-        # BEPS configures itself at each login; the FTSERVICE_BEPS_* variables that are set override it.
-        return FidelityBroker(
-            FidelityConfig(
-                upstream=settings.fidelity_upstream,
-                read_rate=settings.fidelity_read_rate,
-                read_concurrency=settings.fidelity_read_concurrency,
-                read_share=settings.fidelity_read_share,
-                read_budget=settings.fidelity_read_budget,
-                read_retries=settings.fidelity_read_retries,
-                order_rate=settings.fidelity_order_rate,
-                login_per_minute=settings.fidelity_logins_per_minute,
-            ),
-            clock,
-            beps=BepsConfig.from_settings(settings),
-            fallback_interval=settings.beps_fallback_interval,
-        )
+        return build_fidelity(settings, clock)
     raise ConfigError(f"FTSERVICE_BROKER={settings.broker!r} is not a broker ftdesk knows; use paper or fidelity")
+
+
+def build_fidelity(settings: Settings, clock: Clock, *, order_entry: bool = True) -> FidelityBroker:
+    """Return the Fidelity brokerage the settings configure (without its orders group unless ``order_entry``)."""
+    # BEPS configures itself at each login; the FTSERVICE_BEPS_* variables that are set override it.
+    return FidelityBroker(
+        FidelityConfig(
+            upstream=settings.fidelity_upstream,
+            read_rate=settings.fidelity_read_rate,
+            read_concurrency=settings.fidelity_read_concurrency,
+            read_share=settings.fidelity_read_share,
+            read_budget=settings.fidelity_read_budget,
+            read_retries=settings.fidelity_read_retries,
+            order_rate=settings.fidelity_order_rate,
+            login_per_minute=settings.fidelity_logins_per_minute,
+        ),
+        clock,
+        beps=BepsConfig.from_settings(settings),
+        fallback_interval=settings.beps_fallback_interval,
+        order_entry=order_entry,
+    )
 
 
 def settings_redactor(settings: Settings) -> SecretRedactor:
@@ -170,6 +181,9 @@ class ServiceRuntime:
         recorder = OrderRecorder(OrderJournal(settings.data_dir / JOURNAL_FILE_NAME, clock))
         await recorder.open()
         resources.push_async_callback(recorder.close)
+        # Which market this run trades on ("paper on Fidelity's market"...), journaled when it changed.
+        paper_on_fidelity = settings.broker == "paper" and settings.paper_market == "fidelity"
+        await asyncio.to_thread(recorder.journal.note_market, settings.trading_mode, first=paper_on_fidelity)
         # Registered before the start: a start that fails half-way may have opened part of the broker already,
         # and closing a broker that never started is safe.
         resources.push_async_callback(self.broker.close)
@@ -186,6 +200,11 @@ class ServiceRuntime:
         resources.callback(holder.add_listener(session.follow_settings))
         await session.refresh_credentials_flag()
         quotes = await resources.enter_async_context(_quote_hub(self.broker, clock, settings, session))
+        if isinstance(self.broker, PaperOnFidelityBroker):
+            # Paper orders fill on the quotes of the service's one MDDS connection, as they arrive.
+            tap = HubQuoteTap(quotes)
+            resources.push_async_callback(tap.close)
+            self.broker.attach_live_quotes(tap)
         events = await resources.enter_async_context(_event_hub(self.broker, clock, settings, session))
         # The kill switch's state comes back from the data dir before the server opens: a halted run stays halted.
         # The guard reads the broker for the risk limits through its own reads, inside the session.

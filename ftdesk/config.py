@@ -184,6 +184,14 @@ SETTINGS: tuple[SettingSpec, ...] = (
     ),
     SettingSpec("broker", "paper", choice_parser("paper", "fidelity"), "Brokerage behind the API.", "paper, fidelity"),
     SettingSpec(
+        "paper_market",
+        "simulated",
+        choice_parser("simulated", "fidelity"),
+        "Market the paper broker trades on: the simulation, or Fidelity's live quotes (a Fidelity login;"
+        " no order ever reaches Fidelity).",
+        "simulated, fidelity",
+    ),
+    SettingSpec(
         "api_key",
         None,
         parse_api_key,
@@ -345,6 +353,7 @@ class Settings:
     login_at_startup: bool
     preview_ttl: float
     broker: str
+    paper_market: str
     api_key: str | None
     allowed_origins: tuple[str, ...]
     unsubscribe_delay: float
@@ -374,6 +383,13 @@ class Settings:
     symbol_allow: tuple[str, ...]
     symbol_deny: tuple[str, ...]
     sources: Mapping[str, Source] = field(default_factory=dict, compare=False)
+
+    @property
+    def trading_mode(self) -> str:
+        """Return what the journal, /health and the tray call this brokerage and market."""
+        if self.broker == "fidelity":
+            return "Fidelity"
+        return "paper on Fidelity's market" if self.paper_market == "fidelity" else "paper on the simulated market"
 
     @property
     def settings_file(self) -> Path:

@@ -158,7 +158,7 @@ class QuoteHub(SupervisedStream[QuoteConnection]):
     # --- consumers ------------------------------------------------------------------------------
 
     def open_consumer(self, kind: str) -> QuoteConsumer:
-        """Open a consumer of this kind ("sse", "ws" or "shared"); close it when done."""
+        """Open a consumer of this kind ("sse", "ws", "shared" or "paper"); close it when done."""
         if kind not in CONSUMER_KINDS:
             raise ValueError(f"Unknown consumer kind {kind!r}; expected one of {', '.join(CONSUMER_KINDS)}")
         if self._closed:

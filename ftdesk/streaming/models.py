@@ -13,7 +13,7 @@ from pydantic import BaseModel, Field
 
 from ftdesk.domain.market import OrderBook, Quote
 
-ConsumerKind = Literal["sse", "ws", "shared"]
+ConsumerKind = Literal["sse", "ws", "shared", "paper"]
 CONSUMER_KINDS: tuple[ConsumerKind, ...] = get_args(ConsumerKind)
 
 
@@ -67,7 +67,7 @@ class ConsumerStatus(BaseModel):
     """One consumer's share of the stream."""
 
     id: str = Field(description="Consumer id, e.g. sse-3.")
-    kind: str = Field(description="sse, ws or shared.")
+    kind: str = Field(description="sse, ws, shared, or paper (the paper engine on Fidelity's market).")
     symbol_count: int = Field(description="How many symbols the consumer holds.")
     pending: int = Field(description="Updates waiting to be read; at most one per held symbol.")
     delivered: int = Field(description="Updates the consumer has read.")
@@ -90,7 +90,7 @@ class QuoteHubStatus(BaseModel):
         "symbol); a probe without an answer reopens the connection."
     )
     subscribed_symbols: list[str] = Field(description="The symbols the upstream connection currently carries.")
-    consumers_by_kind: dict[str, int] = Field(description="Open consumers per kind (sse, ws, shared).")
+    consumers_by_kind: dict[str, int] = Field(description="Open consumers per kind (sse, ws, shared, paper).")
     consumers: list[ConsumerStatus]
 
 
@@ -99,7 +99,7 @@ class SymbolSubscription(BaseModel):
 
     symbol: str
     refcount: int = Field(description="How many distinct consumers hold the symbol.")
-    kinds: list[str] = Field(description="The kinds of the consumers holding it (sse, ws, shared).")
+    kinds: list[str] = Field(description="The kinds of the consumers holding it (sse, ws, shared, paper).")
     upstream: bool = Field(description="Whether the upstream connection carries it right now.")
     unsubscribe_in_seconds: float | None = Field(
         description="Seconds until the delayed upstream unsubscribe, when nobody holds the symbol any more."

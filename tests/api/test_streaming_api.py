@@ -349,7 +349,7 @@ async def test_subscribe_unsubscribe_subscriptions_and_status_round_trip(start_s
         _, body = await service.call("GET", "/api/v1/streaming/status")
         data = body["data"]
         assert data["mdds"]["state"] == "waiting_for_session"
-        assert data["consumers_by_kind"] == {"sse": 0, "ws": 1, "shared": 1}
+        assert data["consumers_by_kind"] == {"sse": 0, "ws": 1, "shared": 1, "paper": 0}
         assert data["beps"]["state"] == "waiting_for_session" and data["beps"]["unavailable_reason"] is None
     finally:
         await ws.close()
@@ -386,7 +386,7 @@ async def test_after_clients_disconnect_every_refcount_returns_to_zero(start_ser
     await ws.close()
     response.close()
     await wait_until(lambda: all(s.refcount == 0 for s in hub.subscriptions()))
-    await wait_until(lambda: hub.status().consumers_by_kind == {"sse": 0, "ws": 0, "shared": 0})
+    await wait_until(lambda: hub.status().consumers_by_kind == {"sse": 0, "ws": 0, "shared": 0, "paper": 0})
 
 
 # --- shutdown ------------------------------------------------------------------------------------------------

@@ -163,13 +163,37 @@ def test_brokers_never_import_the_service_streaming_or_gui_layers() -> None:
     assert _violations(rule) == []
 
 
+def _in(module: str, package: str) -> bool:
+    """Return whether a module is the package or inside it (``ftdesk.brokers.paper_on_fidelity`` is not in paper)."""
+    return module == package or module.startswith(package + ".")
+
+
+PAPER, FIDELITY, PAPER_ON_FIDELITY = (
+    "ftdesk.brokers.paper",
+    "ftdesk.brokers.fidelity",
+    "ftdesk.brokers.paper_on_fidelity",
+)
+
+
 def test_paper_and_fidelity_do_not_import_each_other() -> None:
     def rule(name: str, imported: str) -> bool:
-        return (name.startswith("ftdesk.brokers.paper") and imported.startswith("ftdesk.brokers.fidelity")) or (
-            name.startswith("ftdesk.brokers.fidelity") and imported.startswith("ftdesk.brokers.paper")
-        )
+        return (_in(name, PAPER) and _in(imported, FIDELITY)) or (_in(name, FIDELITY) and _in(imported, PAPER))
 
     assert _violations(rule) == []
+
+
+def test_only_the_composition_root_builds_paper_on_fidelity_and_neither_brokerage_knows_of_it() -> None:
+    """Paper on Fidelity's market sits above both brokerages: they never import it; only app.py assembles it."""
+
+    def rule(name: str, imported: str) -> bool:
+        return _in(imported, PAPER_ON_FIDELITY) and not _in(name, PAPER_ON_FIDELITY) and name != "ftdesk.app"
+
+    assert _violations(rule) == []
+
+
+def test_the_package_scan_tells_paper_from_paper_on_fidelity() -> None:
+    assert _in("ftdesk.brokers.paper.broker", PAPER) and _in("ftdesk.brokers.paper", PAPER)
+    assert not _in("ftdesk.brokers.paper_on_fidelity.market", PAPER)
 
 
 ROUTE_BROKER_IMPORTS_ALLOWED = "ftdesk.brokers.capabilities"

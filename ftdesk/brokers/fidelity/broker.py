@@ -7,6 +7,9 @@ group (orders and market data check account numbers against its list). The polit
 upstream router belong to the broker, so a re-login loop never resets them. The broker itself keeps the
 lifecycle, the MDDS quote feed, the BEPS account-event feed (configured from each login) with its fills
 fallback, and the Fidelity-only extras the feeds and diagnostics use.
+
+Built with ``order_entry=False`` (paper trading on Fidelity's market), the orders group is never constructed:
+no code path of that broker can preview, place, replace or cancel an order at Fidelity.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from ftdesk.brokers.fidelity.routing import UpstreamRouter
 from ftdesk.brokers.fidelity.session import FidelitySession
 from ftdesk.brokers.fidelity.user_data import FidelityUserData
 from ftdesk.domain.clock import Clock
+from ftdesk.domain.errors import InternalError
 
 
 class FidelityBroker:
@@ -43,6 +47,7 @@ class FidelityBroker:
         *,
         beps: BepsConfig | None = None,
         fallback_interval: float = DEFAULT_INTERVAL,
+        order_entry: bool = True,
     ) -> None:
         self.config = config
         self.clock = clock
@@ -66,13 +71,15 @@ class FidelityBroker:
         self._event_fallback = FillsFallback(self._session.require, clock, interval=fallback_interval)
         self._quote_feed: QuoteFeed = MddsQuoteFeed(cookies=self._session.cookies, router=self.router, clock=clock)
         self._accounts = FidelityAccounts(self._session, clock, ttl=config.accounts_ttl)
-        self._orders = FidelityOrders(
-            self._session,
-            clock,
-            self._accounts,
-            self._quote_feed,
-            cancel_lookup_timeout=config.cancel_lookup_timeout,
-        )
+        self._orders: FidelityOrders | None = None
+        if order_entry:
+            self._orders = FidelityOrders(
+                self._session,
+                clock,
+                self._accounts,
+                self._quote_feed,
+                cancel_lookup_timeout=config.cancel_lookup_timeout,
+            )
         self._market_data = FidelityMarketData(self._session, clock, self._accounts)
         self._research = FidelityResearch(self._session, clock)
         self._user_data = FidelityUserData(self._session, clock)
@@ -90,8 +97,15 @@ class FidelityBroker:
         return self._accounts
 
     @property
+    def has_order_entry(self) -> bool:
+        """Return whether this broker was built able to send orders (False for paper on Fidelity's market)."""
+        return self._orders is not None
+
+    @property
     def orders(self) -> FidelityOrders:
-        """Return the orders group."""
+        """Return the orders group; raise ``InternalError`` when this broker was built without order entry."""
+        if self._orders is None:
+            raise InternalError("This Fidelity connection was built without order entry: it cannot send orders")
         return self._orders
 
     @property

@@ -145,6 +145,13 @@ class PriceAlerts:
         row = self._store.query_one("SELECT COUNT(*) AS n FROM price_triggers WHERE status = ?", ("ACTIVE",))
         return AlertSubscription(active=True, delivery=ALERT_DELIVERY, active_triggers=int(row["n"]) if row else 0)
 
+    def watched_symbols(self) -> list[str]:
+        """Return the symbols active triggers watch (what the market must keep current for ``check``)."""
+        rows = self._store.query(
+            "SELECT DISTINCT symbol FROM price_triggers WHERE status = ? ORDER BY symbol", ("ACTIVE",)
+        )
+        return [str(r["symbol"]) for r in rows]
+
     def check(self) -> list[PriceTrigger]:
         """Fire every active trigger whose symbol's last price reached its level; return the ones fired."""
         active = self._store.query("SELECT * FROM price_triggers WHERE status = ? ORDER BY seq", ("ACTIVE",))

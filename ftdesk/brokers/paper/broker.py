@@ -181,8 +181,8 @@ class PaperBroker:
         return fills
 
     async def prepared_tick(self) -> int:
-        """Make the working orders' quotes current, then advance the world once; return the fills made."""
-        await self.readiness.for_symbols(self.engine.working_symbols())
+        """Make the working orders' and price alerts' quotes current, then advance the world once; return the fills."""
+        await self.readiness.for_symbols([*self.engine.working_symbols(), *self.alerts.watched_symbols()])
         return self.tick()
 
     def _on_quote(self, symbol: str) -> None:

@@ -111,6 +111,7 @@ class JournalAction(StrEnum):
     HALT = "halt"  # the kill switch: who pulled it, what it canceled and what it could not
     RESUME = "resume"
     LIVE_SWITCH = "live_switch"  # live trading turned on or off, and by whom
+    MARKET = "market"  # the brokerage and market a run trades on, when it differs from the previous run's
 
 
 class Outcome(StrEnum):
@@ -181,7 +182,9 @@ class JournalEntry(BaseModel):
     endpoint: str = Field(description="Method and path, e.g. 'POST /api/v1/orders/equity/place'.")
     action: JournalAction = Field(
         description="preview, place, cancel_preview or cancel; halt, resume and live_switch record the kill switch "
-        "and the live-trading switch (endpoint says who: 'safety (tray)', 'safety (api)', ...)."
+        "and the live-trading switch (endpoint says who: 'safety (tray)', 'safety (api)', ...); market records the "
+        'brokerage and market a run trades on (message: e.g. "paper on Fidelity\'s market"), written at a start '
+        "in paper on Fidelity's market and at each later start whose market differs from the previous run's."
     )
     order_kind: str | None = Field(
         description="equity, option, multi_leg, replace, conditional or conditional_replace; null for cancels."
@@ -389,6 +392,31 @@ class OrderJournal:
             ),
         )
         return int(cursor.lastrowid or 0)
+
+    def note_market(self, mode: str, *, first: bool) -> bool:
+        """Journal the brokerage and market this run trades on when it differs from the last one noted; say if so.
+
+        With nothing noted before, only a mode worth a row (``first``) is written: the default needs no entry.
+        """
+        with self._lock, self._transaction() as tx:
+            row = tx.execute(
+                "SELECT message FROM order_journal WHERE action = ? ORDER BY entry_id DESC LIMIT 1",
+                (JournalAction.MARKET.value,),
+            ).fetchone()
+            previous = None if row is None else row[0]
+            if previous == mode or (previous is None and not first):
+                return False
+            draft = JournalDraft(
+                request_id=f"start-{self._clock.now():%Y%m%dT%H%M%S}",
+                endpoint="service start" if previous is None else f"service start (was: {previous})",
+                action=JournalAction.MARKET,
+                order_kind=None,
+                facts=OrderFacts(),
+                body_hash="",
+            )
+            entry_id = self._insert(tx, draft, Outcome.ACCEPTED, None, mode)
+            tx.execute("UPDATE order_journal SET finished_time = time WHERE entry_id = ?", (entry_id,))
+            return True
 
     def entries(self, *, limit: int = 100, start: date | None = None, end: date | None = None) -> list[JournalEntry]:
         """Return journal entries newest first, optionally within UTC days ``start``..``end`` (inclusive)."""

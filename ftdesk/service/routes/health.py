@@ -17,6 +17,14 @@ class Health(BaseModel):
     service: str = Field(description="Always 'ftdesk'; lets a second launch recognise a running instance.")
     version: str
     broker: str = Field(description="paper or fidelity.")
+    paper_market: str | None = Field(
+        description="With broker paper, the market it trades on: simulated, or fidelity (Fidelity's live quotes; no"
+        " order can reach Fidelity). Null with broker fidelity."
+    )
+    mode: str = Field(
+        description="The brokerage and market in words: 'paper on the simulated market', \"paper on Fidelity's"
+        " market\" or 'Fidelity'."
+    )
     live_trading: bool = Field(description="False in dry-run mode: place operations are refused.")
     halted: bool = Field(
         description="True while trading is halted (the kill switch, POST /api/v1/safety/halt): previews and places "
@@ -43,6 +51,8 @@ async def get_health(call: Call[None, None]) -> Health:
         service="ftdesk",
         version=ctx.version,
         broker=ctx.broker.name,
+        paper_market=ctx.settings.paper_market if ctx.broker.name == "paper" else None,
+        mode=ctx.settings.trading_mode,
         live_trading=ctx.live.enabled,
         halted=ctx.safety.halted,
         api_key_required=ctx.settings.api_key_required,

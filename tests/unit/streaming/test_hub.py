@@ -438,7 +438,7 @@ async def test_status_reports_state_consumers_and_the_last_message(make_rig: Mak
     assert status.state is HubState.CONNECTED and status.since == at
     assert status.last_message_at == at
     assert status.subscribed_symbols == ["AAPL"]
-    assert status.consumers_by_kind == {"sse": 1, "ws": 2, "shared": 0}
+    assert status.consumers_by_kind == {"sse": 1, "ws": 2, "shared": 0, "paper": 0}
     [mine] = [c for c in status.consumers if c.id == sse.id]
     assert (mine.kind, mine.symbol_count, mine.pending, mine.lag_seconds) == ("sse", 1, 1, 3.0)
     assert status.model_dump(mode="json")["state"] == "connected"

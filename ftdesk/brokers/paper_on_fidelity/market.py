@@ -1,0 +1,153 @@
+"""Fidelity's market as the paper engine's ``TradingMarket``: live MDDS quotes, snapshots, the real session.
+
+Quotes come from two places, both Fidelity's: the live stream (the service's one MDDS connection, through
+the quote hub: the composition root attaches a ``LiveQuotes`` once the hub exists) and snapshots through the
+Fidelity quote feed. ``prepare`` holds the symbols on the stream and takes one snapshot of those whose stream
+is stale (no update for ``stale_after`` seconds) or absent, so what is priced is never older than that. A
+symbol Fidelity gives no quote for cannot be priced: ``quote`` raises ``NotFound`` saying so, and the engine
+refuses the order (``NO_QUOTE``) rather than price it from the simulation.
+
+Each streamed quote is handed to the engine's listener at once, so a resting order fills on the quote that
+crosses it, not on the next tick. Option symbols are kept in the compact form the paper ledger uses
+(``AAPL260417C200``); MDDS's leading dash is dropped on the way in.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from typing import Protocol
+
+from ftdesk.brokers.base import QuoteFeed
+from ftdesk.brokers.paper.options import option_description, parse_option_symbol
+from ftdesk.brokers.paper.ports import Instrument
+from ftdesk.brokers.paper_on_fidelity.hours import session_open
+from ftdesk.domain.accounts import SecurityType
+from ftdesk.domain.clock import Clock
+from ftdesk.domain.errors import NotFound
+from ftdesk.domain.market import Quote
+
+log = logging.getLogger(__name__)
+
+DEFAULT_STALE_AFTER = 5.0
+"""Seconds without a streamed update after which a symbol's quote is refreshed by a snapshot before pricing."""
+
+_EQUITY = re.compile(r"[A-Z][A-Z0-9./]{0,9}")
+
+
+class LiveQuotes(Protocol):
+    """The service's live quote stream as the market sees it (the quote hub, attached by the composition root)."""
+
+    def hold(self, symbols: Sequence[str]) -> None:
+        """Keep these symbols on the stream."""
+
+    def start(self, receive: Callable[[Quote], None]) -> None:
+        """Hand every streamed quote of a held symbol to ``receive``."""
+
+
+def canonical(symbol: str) -> str:
+    """Return the form the paper ledger keys a symbol by: upper case, an option without MDDS's dash."""
+    return symbol.strip().upper().lstrip("-")
+
+
+class FidelityMarket:
+    """Fidelity's quotes and session as the paper engine's market (see the module docstring)."""
+
+    def __init__(self, feed: QuoteFeed, clock: Clock, *, stale_after: float = DEFAULT_STALE_AFTER) -> None:
+        self._feed = feed
+        self._clock = clock
+        self._stale_after = stale_after
+        self._live: LiveQuotes | None = None
+        self._streamed: dict[str, tuple[Quote, float]] = {}
+        self._snapped: dict[str, tuple[Quote, float]] = {}
+        self._listeners: list[Callable[[str], None]] = []
+        self.snapshots_taken = 0
+
+    def attach(self, live: LiveQuotes) -> None:
+        """Take streamed quotes from the service's live stream from now on."""
+        self._live = live
+        live.start(self.receive)
+
+    def receive(self, quote: Quote) -> None:
+        """Keep a streamed quote and tell the engine its symbol moved."""
+        symbol = canonical(quote.symbol)
+        self._streamed[symbol] = (quote, self._clock.monotonic())
+        for listener in self._listeners:
+            listener(symbol)
+
+    # --- TradingMarket ------------------------------------------------------------------------
+
+    def now(self) -> datetime:
+        """Return the injected clock's time."""
+        return self._clock.now()
+
+    def is_open(self) -> bool:
+        """Return True during the regular session (NYSE days and hours, New York time)."""
+        return session_open(self._clock.now())
+
+    def on_quote(self, listener: Callable[[str], None]) -> None:
+        """Call ``listener(symbol)`` on each streamed quote."""
+        self._listeners.append(listener)
+
+    async def prepare(self, symbols: Sequence[str]) -> None:
+        """Hold the symbols (and options' underlyings) on the stream; snapshot those not fresh from it."""
+        wanted: dict[str, None] = {}
+        for symbol in symbols:
+            text = canonical(symbol)
+            wanted[text] = None
+            option = _option(text)
+            if option is not None:
+                wanted[option] = None
+        if self._live is not None:
+            self._live.hold(list(wanted))
+        stale = [symbol for symbol in wanted if self._fresh(symbol) is None]
+        if not stale:
+            return
+        self.snapshots_taken += 1
+        taken = self._clock.monotonic()
+        for quote in await self._feed.snapshot(stale):
+            self._snapped[canonical(quote.symbol)] = (quote, taken)
+
+    def quote(self, symbol: str) -> Quote:
+        """Return Fidelity's current quote of a symbol; raise ``NotFound`` when none can be had."""
+        text = canonical(symbol)
+        quote = self._fresh(text)
+        if quote is None:
+            raise NotFound(
+                f"No real quote for {text} from Fidelity's market (none streamed or snapshotted in the last"
+                f" {self._stale_after:g} seconds): a paper order on Fidelity's market is never priced from the"
+                " simulation"
+            )
+        return quote
+
+    def instrument(self, symbol: str) -> Instrument:
+        """Return reference data: an option's terms from its symbol; any other well-formed symbol is an equity."""
+        text = canonical(symbol)
+        try:
+            contract = parse_option_symbol(text)
+        except ValueError:
+            if not _EQUITY.fullmatch(text):
+                raise NotFound(f"Unknown symbol {symbol!r}") from None
+            return Instrument(text, text, SecurityType.EQUITY, "", "")
+        return Instrument(text, option_description(contract), SecurityType.OPTION, "OPRA", "", contract)
+
+    # --- internals -------------------------------------------------------------------------------
+
+    def _fresh(self, symbol: str) -> Quote | None:
+        """Return the newest quote of a symbol not older than ``stale_after``, streamed or snapshotted."""
+        now = self._clock.monotonic()
+        best: tuple[Quote, float] | None = None
+        for kept in (self._streamed.get(symbol), self._snapped.get(symbol)):
+            if kept is not None and now - kept[1] <= self._stale_after and (best is None or kept[1] > best[1]):
+                best = kept
+        return None if best is None else best[0]
+
+
+def _option(symbol: str) -> str | None:
+    """Return an option symbol's underlying, or None for a symbol that is not an option."""
+    try:
+        return parse_option_symbol(symbol).underlying
+    except ValueError:
+        return None

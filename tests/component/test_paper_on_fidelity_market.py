@@ -1,0 +1,90 @@
+"""Fidelity's market as the paper engine sees it, on the fake MDDS: streamed quotes, staleness and snapshots."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import pytest
+
+from ftdesk.brokers.paper_on_fidelity.market import FidelityMarket
+from ftdesk.domain.errors import NotFound
+from ftdesk.domain.market import Quote
+from tests.component.conftest import logged_in, running_fake
+from tests.fakes.clock import ManualClock
+from tests.fakes.mdds_server import FakeMdds
+
+RKLB_ASK = 56.73  # the fake MDDS's captured RKLB snapshot
+
+
+class RecordingLive:
+    """A live stream that records what the market holds; the test hands quotes to the market itself."""
+
+    def __init__(self) -> None:
+        self.held: list[str] = []
+
+    def hold(self, symbols: Sequence[str]) -> None:
+        self.held.extend(symbols)
+
+    def start(self, receive: Callable[[Quote], None]) -> None:
+        self.receive = receive
+
+
+def streamed(symbol: str, ask: float) -> Quote:
+    return Quote(symbol=symbol, last=ask - 0.05, bid=ask - 0.1, ask=ask, ask_size=100, time="2026-11-16T15:00:00Z")
+
+
+async def test_a_stale_stream_is_refreshed_by_a_snapshot_before_pricing_and_a_fresh_one_is_not() -> None:
+    mdds = FakeMdds()
+    await mdds.start()
+    try:
+        async with running_fake(mdds=mdds) as fake, logged_in(fake) as broker:
+            clock = ManualClock()
+            market = FidelityMarket(broker.quote_feed, clock, stale_after=5)
+            live = RecordingLive()
+            market.attach(live)
+            moved: list[str] = []
+            market.on_quote(moved.append)
+
+            live.receive(streamed("RKLB", 99.10))  # a streamed quote: priced as is, the engine told at once
+            assert market.quote("RKLB").ask == 99.10 and moved == ["RKLB"]
+            await market.prepare(["RKLB"])
+            assert market.snapshots_taken == 0 and live.held == ["RKLB"]  # fresh: no snapshot
+
+            await clock.advance(6)  # the stream went quiet: stale
+            with pytest.raises(NotFound, match="No real quote for RKLB"):
+                market.quote("RKLB")
+            await market.prepare(["RKLB"])
+            assert market.snapshots_taken == 1
+            assert market.quote("RKLB").ask == RKLB_ASK  # Fidelity's price now, from the snapshot
+    finally:
+        await mdds.close()
+
+
+async def test_an_option_holds_its_underlying_too_and_keeps_the_compact_symbol() -> None:
+    mdds = FakeMdds()
+    await mdds.start()
+    try:
+        async with running_fake(mdds=mdds) as fake, logged_in(fake) as broker:
+            market = FidelityMarket(broker.quote_feed, ManualClock())
+            live = RecordingLive()
+            market.attach(live)
+            await market.prepare(["-rklb261218c60"])
+            assert live.held == ["RKLB261218C60", "RKLB"]
+            assert market.quote("RKLB261218C60").ask > 0  # the option's own quote, keyed without MDDS's dash
+            instrument = market.instrument("RKLB261218C60")
+            assert instrument.option is not None and instrument.multiplier == 100
+    finally:
+        await mdds.close()
+
+
+async def test_a_symbol_fidelity_does_not_quote_cannot_be_priced() -> None:
+    mdds = FakeMdds(unknown={"NOPE"})
+    await mdds.start()
+    try:
+        async with running_fake(mdds=mdds) as fake, logged_in(fake) as broker:
+            market = FidelityMarket(broker.quote_feed, ManualClock())
+            await market.prepare(["NOPE"])
+            with pytest.raises(NotFound, match="never priced from the simulation"):
+                market.quote("NOPE")
+    finally:
+        await mdds.close()
