@@ -3,8 +3,9 @@
     python examples/preview_and_place.py --symbol AAPL --side B --qty 1 [--limit 180] [--yes]
 
 Live trading is off by default (dry-run): then the place is refused with LIVE_TRADING_DISABLED, which this
-script reports and counts as success (exit 0): nothing was sent to the broker. Without --yes it asks on the
-terminal; without a terminal it does not place.
+script reports and counts as success (exit 0): nothing was sent to the broker. Every other refusal (a local
+risk limit, such as a limit price too far from the market; the kill switch; the broker's own) is printed in
+the service's words and exits 1. Without --yes it asks on the terminal; without a terminal it does not place.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ftdesk.client import Client, FtdeskApiError, FtdeskClientError, TradingDisabledError
+from ftdesk.client import Client, FtdeskApiError, FtdeskClientError, RiskLimitError, TradingDisabledError
 from ftdesk.domain.accounts import AccountType
 from ftdesk.domain.orders import OrderPreview
 from ftdesk.domain.session import SessionState
@@ -61,7 +62,13 @@ def main(argv: list[str] | None = None) -> int:
             else:
                 print(f"Placed {placed.conf_num}: {placed.status.value} {placed.message}".rstrip())
     except TradingDisabledError as exc:
+        if exc.code != "LIVE_TRADING_DISABLED":  # the kill switch: trading is halted, not dry-run
+            print(f"Refused: {exc.message} ({exc.code}); nothing was sent to the broker", file=sys.stderr)
+            return 1
         print(f"Dry-run: the service refused the place ({exc.code}); nothing was sent to the broker")
+    except RiskLimitError as exc:
+        print(f"Refused by a risk limit: {exc.message} ({exc.code}); nothing was sent to the broker", file=sys.stderr)
+        return 1
     except (FtdeskApiError, FtdeskClientError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

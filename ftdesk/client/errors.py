@@ -68,7 +68,14 @@ class PreviewError(FtdeskApiError):
 
 
 class TradingDisabledError(FtdeskApiError):
-    """An order refused by the service's own safety rules: dry-run mode, the kill switch, or a local risk limit."""
+    """Trading is switched off: dry-run mode (``LIVE_TRADING_DISABLED``) or the kill switch (``TRADING_HALTED``)."""
+
+
+class RiskLimitError(FtdeskApiError):
+    """This order crosses a local risk limit (``RISK_LIMIT``); trading is on, another order may pass.
+
+    ``details`` has ``limit`` (the setting), ``limit_value`` and ``order_value``; ``message`` says it in words.
+    """
 
 
 class OrderRejectedError(FtdeskApiError):
@@ -103,7 +110,7 @@ ERROR_FAMILIES: Mapping[str, type[FtdeskApiError]] = MappingProxyType(
         "PREVIEW_MISMATCH": PreviewError,
         "LIVE_TRADING_DISABLED": TradingDisabledError,
         "TRADING_HALTED": TradingDisabledError,
-        "RISK_LIMIT": TradingDisabledError,
+        "RISK_LIMIT": RiskLimitError,
         "ORDER_REJECTED": OrderRejectedError,
         "BROKER_ERROR": BrokerError,
         "ACTION_MISMATCH": BrokerError,

@@ -64,6 +64,12 @@ class Desk:
         (quote,) = await self.broker.quote_feed.snapshot([symbol])
         return float(quote.last)
 
+    async def midpoint(self, symbol: str = "AAPL") -> float:
+        """Return the bid/ask midpoint the price-distance limit measures from (paper quotes are two-sided)."""
+        (quote,) = await self.broker.quote_feed.snapshot([symbol])
+        assert 0 < quote.bid <= quote.ask
+        return round((quote.bid + quote.ask) / 2, 4)
+
     async def resting_buy(
         self, acct: str, qty: float = 1, symbol: str = "AAPL", factor: float = 0.95
     ) -> dict[str, Any]:

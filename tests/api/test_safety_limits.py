@@ -106,18 +106,21 @@ async def test_option_contracts_and_option_notional_count_the_multiplier(make_de
 async def test_a_limit_price_at_the_distance_passes_one_cent_further_is_refused(make_desk) -> None:
     desk: Desk = await make_desk()
     acct = await desk.account()
-    last = await desk.last()
+    mid = await desk.midpoint()  # a two-sided quote: measured from its midpoint, not the last trade
     body = await desk.resting_buy(acct, factor=0.93)
-    pct = round(abs(body["limitPrice"] - last) / last * 100, 4)
+    pct = round(abs(body["limitPrice"] - mid) / mid * 100, 4)
     await limits(desk, max_price_distance_pct=pct)
     accepted(await preview(desk, body))
     further = {**body, "limitPrice": round(body["limitPrice"] - 0.01, 2)}
-    further_pct = round(abs(further["limitPrice"] - last) / last * 100, 4)
-    details = refused(await preview(desk, further), "max_price_distance_pct", pct, further_pct)
-    assert details["field"] == "limit_price" and details["quote"] == last
-    stop = {**further, "priceTypeCode": "S", "stopPrice": round(last * 1.5, 2)}
+    further_pct = round(abs(further["limitPrice"] - mid) / mid * 100, 4)
+    answer = await preview(desk, further)
+    details = refused(answer, "max_price_distance_pct", pct, further_pct)
+    assert details["field"] == "limit_price" and details["quote"] == mid
+    assert details["quote_basis"] == "bid/ask midpoint" and "from the bid/ask midpoint" in answer[1]["error"]["message"]
+    stop = {**further, "priceTypeCode": "S", "stopPrice": round(mid * 1.5, 2)}
     del stop["limitPrice"]
-    assert refused(await preview(desk, stop), "max_price_distance_pct", pct, 50.0)["field"] == "stop_price"
+    stop_pct = round(abs(stop["stopPrice"] - mid) / mid * 100, 4)
+    assert refused(await preview(desk, stop), "max_price_distance_pct", pct, stop_pct)["field"] == "stop_price"
 
 
 async def test_places_per_minute_count_every_account_on_the_injected_clock(make_desk, clock) -> None:

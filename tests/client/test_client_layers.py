@@ -10,7 +10,7 @@ from pydantic import BaseModel
 
 from ftdesk.client import AsyncClient, Client, models
 from ftdesk.client.discovery import API_KEY_ENTRY, KEYCHAIN_SERVICE
-from ftdesk.client.errors import ERROR_FAMILIES
+from ftdesk.client.errors import ERROR_FAMILIES, RiskLimitError, TradingDisabledError
 from ftdesk.service import keys
 from ftdesk.service.routes.health import Health
 from ftdesk.service.routes.market_data import QuotesAnswer
@@ -56,6 +56,17 @@ def test_every_error_code_of_the_service_raises_a_named_family() -> None:
     codes = {spec.code for spec in ERROR_TABLE.values()}
     assert ERROR_FAMILIES.keys() <= codes
     assert codes - ERROR_FAMILIES.keys() == {"INTERNAL_ERROR", "CREDENTIAL_STORE_UNAVAILABLE", "STREAMING_UNAVAILABLE"}
+
+
+def test_a_risk_limit_is_its_own_family_outside_trading_disabled() -> None:
+    # Trading is on when a limit refuses one order: a script catching TradingDisabledError ("we are in
+    # dry-run or halted, stop") must not mistake a too-large order for that.
+    assert ERROR_FAMILIES["RISK_LIMIT"] is RiskLimitError
+    assert not issubclass(RiskLimitError, TradingDisabledError)
+    assert {code for code, family in ERROR_FAMILIES.items() if family is TradingDisabledError} == {
+        "LIVE_TRADING_DISABLED",
+        "TRADING_HALTED",
+    }
 
 
 CLIENT_OPERATIONS = (

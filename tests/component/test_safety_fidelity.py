@@ -109,14 +109,17 @@ async def test_the_price_distance_is_measured_from_the_mdds_quote(start, upstrea
     service = await start(max_price_distance_pct="10")
     status, quotes = await service.call("GET", f"{API}/market-data/quotes", params={"symbols": "AAPL"})
     assert status == 200, quotes
-    last = quotes["data"]["quotes"][0]["last"]
-    near = {**BUY, "qty": 1, "limitPrice": round(last * 0.9 + 0.01, 2)}  # inside 10 %
-    far = {**BUY, "qty": 1, "limitPrice": round(last * 0.9 - 0.01, 2)}  # just past it
+    quote = quotes["data"]["quotes"][0]
+    assert 0 < quote["bid"] <= quote["ask"]  # two-sided: measured from the midpoint
+    mid = round((quote["bid"] + quote["ask"]) / 2, 4)
+    near = {**BUY, "qty": 1, "limitPrice": round(mid * 0.9 + 0.01, 2)}  # inside 10 %
+    far = {**BUY, "qty": 1, "limitPrice": round(mid * 0.9 - 0.01, 2)}  # just past it
 
     before = order_calls(upstream)
     status, refused = await service.call("POST", f"{API}/orders/equity/preview", json=far)
     assert status == 422 and refused["error"]["details"]["limit"] == "max_price_distance_pct", refused
-    assert refused["error"]["details"]["quote"] == last
+    assert refused["error"]["details"]["quote"] == mid
+    assert refused["error"]["details"]["quote_basis"] == "bid/ask midpoint"
     assert order_calls(upstream) == before
     status, answer = await service.call("POST", f"{API}/orders/equity/preview", json=near)
     assert status == 200 or answer["error"]["code"] == "ORDER_REJECTED", answer  # the fake prices AAPL its own way

@@ -66,6 +66,29 @@ async def test_preview_and_place_shows_the_preview_and_reports_the_dry_run_refus
     assert status == 200 and body["data"] == [], "nothing was placed"
 
 
+async def test_preview_and_place_refused_by_a_risk_limit_prints_the_services_words_and_fails(start_service) -> None:
+    service = await start_service(clock=ManualClock(), max_price_distance_pct="10")
+    run = await run_example(service, "preview_and_place.py", "--symbol", "MSFT", "--limit", "180", "--yes")
+    assert run.code == 1, (run.out, run.err)
+    assert "Dry-run" not in run.out + run.err, "a refused preview is not dry-run"
+    status, body = await service.call("GET", "/api/v1/safety/limits")
+    assert status == 200, body
+    # The service's own words: which limit, the price and what it was measured from.
+    assert "Refused by a risk limit: Risk limit max_price_distance_pct (10.0) refuses this order" in run.err
+    assert "limit_price 180 is" in run.err and "from the bid/ask midpoint" in run.err and "(RISK_LIMIT)" in run.err
+    status, body = await service.call("GET", "/api/v1/orders/status")
+    assert status == 200 and body["data"] == [], "nothing was placed"
+
+
+async def test_preview_and_place_while_halted_says_so_and_fails(start_service) -> None:
+    service = await start_service(clock=ManualClock(), live_trading="true")
+    status, body = await service.call("POST", "/api/v1/safety/halt", json={"reason": "example test"})
+    assert status == 200, body
+    run = await run_example(service, "preview_and_place.py", "--symbol", "MSFT", "--qty", "1", "--yes")
+    assert run.code == 1, (run.out, run.err)
+    assert "Dry-run" not in run.out and "TRADING_HALTED" in run.err and "halted" in run.err.lower()
+
+
 async def test_preview_and_place_without_a_terminal_declines(start_service) -> None:
     service = await start_service(clock=ManualClock(), live_trading="true")
     run = await run_example(service, "preview_and_place.py", "--symbol", "MSFT", "--qty", "1")

@@ -47,8 +47,33 @@ OPTION_MULTIPLIER = 100
 MINUTE = 60.0
 _OPTION_SYMBOL = re.compile(r"^-?([A-Z.]+?)\d{6}[CP][\d.]+$")
 
-QuoteReader = Callable[[str], Awaitable[float | None]]
-"""Returns the last price of a symbol, or None when it cannot be read."""
+MIDPOINT = "bid/ask midpoint"
+LAST_TRADE = "last trade"
+
+
+@dataclass(frozen=True)
+class QuotePrices:
+    """What the limits read of a symbol's quote: the last trade and, when the quote has them, the bid and ask."""
+
+    last: float | None
+    bid: float | None = None
+    ask: float | None = None
+
+    def reference(self) -> tuple[float, str] | None:
+        """Return the price a limit or stop price is measured from, and its name.
+
+        The bid/ask midpoint when the quote is two-sided (an option's last trade is often stale and far from a
+        live market), else the last trade; None when neither is there.
+        """
+        if self.bid is not None and self.ask is not None and 0 < self.bid <= self.ask:
+            return round((self.bid + self.ask) / 2, 4), MIDPOINT
+        if self.last is not None and self.last > 0:
+            return self.last, LAST_TRADE
+        return None
+
+
+QuoteReader = Callable[[str], Awaitable[QuotePrices | None]]
+"""Returns the last trade, bid and ask of a symbol, or None when it cannot be read."""
 OpenOrdersReader = Callable[[], Awaitable[Collection[str]]]
 """Returns the conf_nums of the orders working across every account."""
 
@@ -256,7 +281,8 @@ class LimitChecker:
         needs_quote = (distance is not None and line.net_price is None and (line.limit_price or line.stop_price)) or (
             notional_limit is not None and price is None
         )
-        last = await quote(line.symbol) if needs_quote else None
+        prices = await quote(line.symbol) if needs_quote else None
+        last = prices.last if prices is not None else None
         if notional_limit is not None:
             unit_price = price if price is not None else last
             if unit_price is not None:
@@ -265,17 +291,22 @@ class LimitChecker:
                 if notional > notional_limit:
                     message = f"${notional:,.2f} is more than ${notional_limit:,.2f}"
                     raise _refuse(name, notional_limit, notional, message, symbol=line.symbol)
-        if distance is None or last is None or last <= 0 or line.net_price is not None:
+        reference = prices.reference() if prices is not None else None
+        if distance is None or reference is None or line.net_price is not None:
             return
+        mark, basis = reference
+        shown = f"{basis} {mark:,g}"
+        if prices is not None and basis == MIDPOINT:
+            shown += f" (bid {prices.bid:,g}, ask {prices.ask:,g})"
         for field_name, value in (("limit_price", line.limit_price), ("stop_price", line.stop_price)):
             if value is None:
                 continue
-            pct = round(abs(value - last) / last * 100, 4)
+            pct = round(abs(value - mark) / mark * 100, 4)
             if pct > distance:
                 raise _refuse(
                     "max_price_distance_pct", distance, pct,
-                    f"{field_name} {value:g} is {pct:g}% from the quote {last:g}",
-                    symbol=line.symbol, field=field_name, quote=last,
+                    f"{field_name} {value:,g} is {pct:g}% from the {shown}",
+                    symbol=line.symbol, field=field_name, quote=mark, quote_basis=basis,
                 )  # fmt: skip
 
 

@@ -13,6 +13,7 @@ import logging
 from ftdesk.domain.clock import Clock, trading_day
 from ftdesk.domain.errors import FtdeskError
 from ftdesk.domain.safety import AccountPnl
+from ftdesk.service.safety.limits import QuotePrices
 from ftdesk.service.session import SessionManager
 from ftdesk.streaming.hub import QuoteHub
 
@@ -30,11 +31,11 @@ class BrokerReads:
         self._clock = clock
         self._pnl: dict[str, tuple[float, AccountPnl]] = {}
 
-    async def quote(self, symbol: str) -> float | None:
-        """Return the last price of a symbol, or None when it cannot be read."""
+    async def quote(self, symbol: str) -> QuotePrices | None:
+        """Return the last trade, bid and ask of a symbol, or None when it cannot be read."""
         streamed = self._quotes.latest_quote(symbol)
         if streamed is not None:
-            return streamed.last
+            return QuotePrices(streamed.last, streamed.bid, streamed.ask)
         try:
             quotes = await self._session.run(lambda broker: broker.quote_feed.snapshot([symbol]))
         except FtdeskError as exc:
@@ -43,7 +44,7 @@ class BrokerReads:
         except Exception as exc:  # a feed that fails in its own way (connection, protocol) must not fail the order
             log.warning("No quote for the risk limits' check of %s: %s", symbol, type(exc).__name__)
             return None
-        return next((q.last for q in quotes if q.symbol.upper() == symbol.upper()), None)
+        return next((QuotePrices(q.last, q.bid, q.ask) for q in quotes if q.symbol.upper() == symbol.upper()), None)
 
     async def account_numbers(self) -> list[str]:
         """Return the account numbers of the session."""
