@@ -24,10 +24,14 @@ class Health(BaseModel):
     service: str
     version: str
     broker: str
+    # Defaults for a service from before each field: it says nothing, so nothing is assumed.
+    paper_market: str | None = None
+    mode: str = ""
     live_trading: bool
-    halted: bool = False  # a service from before the field says nothing: not known to be halted
+    halted: bool = False
     api_key_required: bool
     uptime_seconds: float
+    problems: list[str] = []
 
 
 class SessionStatus(BaseModel):
