@@ -455,3 +455,33 @@ def test_the_issue_scan_sees_numbers_and_names(tmp_path: Path) -> None:
         "2: issue #121",
         "2: Issue-16",
     ]
+
+
+# --- the routes are leaves ----------------------------------------------------------------------------------------
+
+ROUTE_PACKAGE = "ftdesk.service.routes"
+
+
+def route_importers(graph: dict[str, set[str]]) -> list[str]:
+    """Return the modules outside the routes, other than the composition root, that import a route module."""
+    return sorted(
+        f"{name} imports {imported}"
+        for name, imports in graph.items()
+        if not name.startswith(ROUTE_PACKAGE) and name != "ftdesk.app"
+        for imported in imports
+        if imported.startswith(ROUTE_PACKAGE)
+    )
+
+
+def test_only_the_composition_root_imports_route_modules() -> None:
+    # The docs builders, the web app and the control surface read endpoint metadata (ENDPOINTS, extra_openapi).
+    assert route_importers(import_graph(PACKAGE)) == []
+
+
+def test_the_route_import_scan_sees_an_importer() -> None:
+    graph = {
+        "ftdesk.app": {"ftdesk.service.routes"},
+        "ftdesk.service.docs.asyncapi": {"ftdesk.service.routes.streaming_ws", "ftdesk.service.push.frames"},
+        "ftdesk.service.routes.orders": {"ftdesk.service.routes.common"},
+    }
+    assert route_importers(graph) == ["ftdesk.service.docs.asyncapi imports ftdesk.service.routes.streaming_ws"]

@@ -1,8 +1,9 @@
 """The AsyncAPI 3.0 document of the streams, served at /docs/asyncapi.json; there is no hand-kept copy.
 
-Channels, messages and operations come from the stream tables of the SSE routes (``SseStream``) and the
-WebSocket's frame models (``push.frames``); every payload schema is generated from the pydantic model the
-route builds that frame with, so the document cannot drift from what the streams send.
+Channels, messages and operations come from the metadata of the served endpoints (``Endpoint.extra_openapi``:
+an SSE endpoint's ``SseStream``, a WebSocket's ``WsChannel``) and the WebSocket's frame models
+(``push.frames``); every payload schema is generated from the pydantic model the route builds that frame with,
+so the document cannot drift from what the streams send. No route module is imported here.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 from typing import Any, Literal
 
@@ -22,23 +23,18 @@ from ftdesk.service.push.frames import (
     HEARTBEAT,
     SCHEMA_REF,
     SSE_EXTENSION,
+    WS_EXTENSION,
     WS_MESSAGES,
     SseEvent,
     SseStream,
     WsAckFrame,
+    WsChannel,
     WsPongFrame,
     WsRequestErrorFrame,
     sse_data_refs,
     sse_models,
 )
-from ftdesk.service.routes.streaming_sse import routes as sse_routes
-from ftdesk.service.routes.streaming_ws import (
-    WS_DESCRIPTION,
-    WS_QUOTES_ALIAS,
-    WS_QUOTES_PATH,
-    WsClientMessage,
-    quotes_websocket,
-)
+from ftdesk.service.web.routing import Endpoint
 
 ASYNCAPI_VERSION = "3.0.0"
 HTTP_SERVER = "local-http"
@@ -50,15 +46,15 @@ SSE_CHANNELS: Mapping[str, tuple[str, str]] = MappingProxyType(
 the address, the query and the events come from the endpoint itself."""
 ModelKey = tuple[type[BaseModel], Literal["validation", "serialization"]]
 
-DOCUMENT_DESCRIPTION = f"""\
+DOCUMENT_DESCRIPTION = """\
 The streams of the ftdesk local trading API: quotes and account events as Server-Sent Events, and quotes
 over a WebSocket with subscribe and unsubscribe frames. The REST operations are in `/docs/openapi.json`.
 
 Authenticate with `Authorization: Bearer <API key>` (`ftdesk --print-api-key` prints it), or with
 `api_key` in the query for browsers, which cannot set headers on an EventSource or a WebSocket.
 
-The quote WebSocket is served at `{WS_QUOTES_PATH}`; `{WS_QUOTES_ALIAS}`, its path before it moved under
-`/api/v1`, stays as an alias with the same frames, limits and checks.
+The quote WebSocket is served at `{path}`; `{alias}`, its path before it moved under `/api/v1`, stays as an
+alias with the same frames, limits and checks.
 """
 
 SECURITY_SCHEMES: Mapping[str, Any] = MappingProxyType(
@@ -119,7 +115,7 @@ def _binding_query(ref: Mapping[str, str], schemas: dict[str, Any]) -> dict[str,
     return {"type": "object", "properties": properties}
 
 
-def _client_message(action: str, summary: str, example: dict[str, Any]) -> dict[str, Any]:
+def _client_message(action: str, summary: str, example: dict[str, Any], model: type[BaseModel]) -> dict[str, Any]:
     required = ["action"] if action == "ping" else ["action", "symbols"]
     return {
         "name": action,
@@ -128,7 +124,7 @@ def _client_message(action: str, summary: str, example: dict[str, Any]) -> dict[
         "contentType": "application/json",
         "payload": {
             "allOf": [
-                {"$ref": SCHEMA_REF.format(model=WsClientMessage.__name__)},
+                {"$ref": SCHEMA_REF.format(model=model.__name__)},
                 {"type": "object", "properties": {"action": {"const": action}}, "required": required},
             ]
         },
@@ -177,14 +173,19 @@ def _ws_message(name: str, model: type[BaseModel], payload: Any) -> dict[str, An
     return message
 
 
-def build_asyncapi(*, version: str, host: str) -> dict[str, Any]:
-    """Return the AsyncAPI 3.0 document of the SSE streams and the quote WebSocket, served on ``host``."""
-    streams = [
-        (ep, stream)
-        for ep in sse_routes.endpoints
-        if isinstance(stream := ep.extra_openapi.get(SSE_EXTENSION), SseStream)
-    ]
-    models: list[ModelKey] = [(WsClientMessage, "validation")]
+def _websocket(endpoints: Sequence[Endpoint]) -> tuple[Endpoint, WsChannel, str]:
+    """Return the quote WebSocket's endpoint, its channel metadata and the path of its alias."""
+    channels = [(ep, ws) for ep in endpoints if isinstance(ws := ep.extra_openapi.get(WS_EXTENSION), WsChannel)]
+    main, channel = next((ep, ws) for ep, ws in channels if ws.alias_of is None)
+    alias = next((ep.path for ep, ws in channels if ws.alias_of == main.path), main.path)
+    return main, channel, alias
+
+
+def build_asyncapi(endpoints: Sequence[Endpoint], *, version: str, host: str) -> dict[str, Any]:
+    """Return the AsyncAPI 3.0 document of the served SSE streams and quote WebSocket, served on ``host``."""
+    streams = [(ep, stream) for ep in endpoints if isinstance(stream := ep.extra_openapi.get(SSE_EXTENSION), SseStream)]
+    ws_endpoint, ws_channel, ws_alias = _websocket(endpoints)
+    models: list[ModelKey] = [(ws_channel.client_message, "validation")]
     models += [(ep.query, "validation") for ep, _ in streams if ep.query is not None]
     models += [(model, "serialization") for model in WS_MESSAGES.values()]
     models += [(model, "serialization") for _, stream in streams for model in sse_models(stream)]
@@ -224,17 +225,17 @@ def build_asyncapi(*, version: str, host: str) -> dict[str, Any]:
 
     ws_names: list[str] = []
     for action, (summary, example) in CLIENT_FRAMES.items():
-        messages[action] = _client_message(action, summary, example)
+        messages[action] = _client_message(action, summary, example, ws_channel.client_message)
         ws_names.append(action)
     for name, model in WS_MESSAGES.items():
         messages[name] = _ws_message(name, model, key_map[(model, "serialization")])
         ws_names.append(name)
     ws = "quotesWebSocket"
     channels[ws] = {
-        "address": WS_QUOTES_PATH,
+        "address": ws_endpoint.path,
         "title": "Quotes (WebSocket)",
-        "summary": f"Also served at {WS_QUOTES_ALIAS}, the path before the move under /api/v1 (an alias).",
-        "description": f"{(quotes_websocket.__doc__ or '').strip()}\n\n{WS_DESCRIPTION}",
+        "summary": f"Also served at {ws_alias}, the path before the move under /api/v1 (an alias).",
+        "description": f"{ws_endpoint.description.strip()}\n\n{ws_channel.description}",
         "servers": [_ref("servers", WS_SERVER)],
         "messages": {name: _ref("components", "messages", name) for name in ws_names},
         "bindings": {
@@ -280,7 +281,11 @@ def build_asyncapi(*, version: str, host: str) -> dict[str, Any]:
     security = [_ref("components", "securitySchemes", name) for name in SECURITY_SCHEMES]
     return {
         "asyncapi": ASYNCAPI_VERSION,
-        "info": {"title": "ftdesk local trading API: streams", "version": version, "description": DOCUMENT_DESCRIPTION},
+        "info": {
+            "title": "ftdesk local trading API: streams",
+            "version": version,
+            "description": DOCUMENT_DESCRIPTION.format(path=ws_endpoint.path, alias=ws_alias),
+        },
         "defaultContentType": "application/json",
         "servers": {
             HTTP_SERVER: {
@@ -309,14 +314,17 @@ def build_asyncapi(*, version: str, host: str) -> dict[str, Any]:
 class AsyncApiDocument:
     """The AsyncAPI document, its schemas generated once, on first use, off the event loop (as the OpenAPI)."""
 
-    def __init__(self, *, version: str) -> None:
+    def __init__(self, endpoints: Sequence[Endpoint], *, version: str) -> None:
+        self._endpoints = tuple(endpoints)
         self._version = version
         self._building: asyncio.Future[dict[str, Any]] | None = None
 
     async def text(self, host: str) -> str:
         """Return the document as JSON text, its servers at ``host`` (the address the client used)."""
         if self._building is None:
-            self._building = asyncio.ensure_future(asyncio.to_thread(build_asyncapi, version=self._version, host=""))
+            self._building = asyncio.ensure_future(
+                asyncio.to_thread(build_asyncapi, self._endpoints, version=self._version, host="")
+            )
         document = copy.copy(await asyncio.shield(self._building))
         document["servers"] = {name: {**server, "host": host} for name, server in document["servers"].items()}
         return json.dumps(document)

@@ -16,9 +16,10 @@ from pathlib import Path
 from aiohttp import web
 from swagger_ui_bundle import swagger_ui_path
 
-from ftdesk.service.context import CONTEXT, OPENAPI
+from ftdesk.service.context import CONTEXT, ENDPOINTS, OPENAPI
 from ftdesk.service.docs.asyncapi import AsyncApiDocument
 from ftdesk.service.push.frames import ASYNCAPI_PATH
+from ftdesk.service.web.routing import Endpoint
 
 DOCS_PATH = "/docs"
 OPENAPI_PATH = "/docs/openapi.json"
@@ -97,7 +98,8 @@ def _asset_handler(path: Path, content_type: str) -> Callable[[web.Request], Awa
 
 def add_docs_routes(app: web.Application) -> None:
     """Register /docs, /docs/openapi.json, /docs/asyncapi.json and the page's assets."""
-    app[ASYNCAPI] = AsyncApiDocument(version=app[CONTEXT].version)
+    endpoints: list[Endpoint] = app[ENDPOINTS]
+    app[ASYNCAPI] = AsyncApiDocument(endpoints, version=app[CONTEXT].version)
     app.router.add_get(DOCS_PATH, docs)
     app.router.add_get(OPENAPI_PATH, openapi_json)
     app.router.add_get(ASYNCAPI_PATH, asyncapi_json)

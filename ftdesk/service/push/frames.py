@@ -188,6 +188,21 @@ SSE_EXTENSION = "x-ftdesk-sse"
 """The key of an SSE endpoint's ``SseStream`` in its ``extra_openapi``; the OpenAPI builder turns it into the
 ``text/event-stream`` response, the AsyncAPI builder into a channel."""
 
+
+@dataclass(frozen=True)
+class WsChannel:
+    """A WebSocket endpoint as the AsyncAPI document describes it: the frames clients send and the channel's text."""
+
+    client_message: type[BaseModel]
+    description: str
+    alias_of: str | None = None
+    """The path this endpoint is an alias of (same handler and frames); None on the channel's own path."""
+
+
+WS_EXTENSION = "x-ftdesk-ws"
+"""The key of a WebSocket endpoint's ``WsChannel`` in its ``extra_openapi`` (WebSockets are not OpenAPI
+operations: only the AsyncAPI builder reads it)."""
+
 WS_MESSAGES: Mapping[str, type[BaseModel]] = MappingProxyType(
     {
         "status": WsStatusFrame,

@@ -20,7 +20,14 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from ftdesk.brokers.base import book_key
 from ftdesk.domain import errors as e
-from ftdesk.service.push.frames import FieldProblem, WsAckFrame, WsPongFrame, WsRequestErrorFrame
+from ftdesk.service.push.frames import (
+    WS_EXTENSION,
+    FieldProblem,
+    WsAckFrame,
+    WsChannel,
+    WsPongFrame,
+    WsRequestErrorFrame,
+)
 from ftdesk.service.push.quote_frames import (
     MAX_STREAM_SYMBOLS,
     SYMBOL_UNAVAILABLE,
@@ -214,6 +221,7 @@ under the handshake's request id): a connection is never left open without being
     kind="websocket",
     query_api_key=True,
     errors=(e.MalformedRequest, e.StreamingUnavailable),
+    extra_openapi={WS_EXTENSION: WsChannel(WsClientMessage, WS_DESCRIPTION)},
 )
 async def quotes_websocket(call: Call[None, None]) -> web.StreamResponse:
     """Open a WebSocket for quotes: subscribe and unsubscribe symbols at any time, quotes arrive as JSON frames.
@@ -235,6 +243,7 @@ async def quotes_websocket(call: Call[None, None]) -> web.StreamResponse:
     kind="websocket",
     query_api_key=True,
     errors=(e.MalformedRequest, e.StreamingUnavailable),
+    extra_openapi={WS_EXTENSION: WsChannel(WsClientMessage, WS_DESCRIPTION, alias_of=WS_QUOTES_PATH)},
 )
 async def quotes_websocket_alias(call: Call[None, None]) -> web.StreamResponse:
     """Open the quote WebSocket at its first path: an alias of `/api/v1/ws/quotes` that behaves identically.
