@@ -156,6 +156,7 @@ class Problem:
     reason: str
     missing: tuple[str, ...] = ()  # sonames of the shared libraries the plugin needs and the system lacks
     no_display: bool = False
+    fix: str = ""  # what to change when it is not a package to install
 
 
 @dataclass(frozen=True)
@@ -362,8 +363,9 @@ class PlatformProbe:
                 return None
             problems.append(problem)
         missing = tuple(dict.fromkeys(name for problem in problems for name in problem.missing))
-        fix = install_hint(missing, self.os_release()) if missing else ""
-        return GuiUnavailable(tuple(problems), fix)
+        fixes = [install_hint(missing, self.os_release())] if missing else []
+        fixes += [problem.fix for problem in problems if problem.fix]
+        return GuiUnavailable(tuple(problems), "; ".join(dict.fromkeys(fixes)))
 
     def _check(self, name: str) -> Problem | None:
         if name == "xcb" and not self.environ.get("DISPLAY"):
@@ -388,9 +390,9 @@ class PlatformProbe:
         if pyside_dir is None:
             return Problem(name, "PySide6 (Qt for Python) is not installed")
         files = _PLUGIN_FILES.get(name)
-        if files is None:
-            return None  # a plugin this probe does not know: Qt finds it by its metadata, not its file name
         dirs = platform_plugin_dirs(self.environ, pyside_dir)
+        if files is None:
+            return self._unknown_plugin(name, dirs)
         plugins = [d / f for d in dirs for f in files if (d / f).is_file()]
         if not plugins and not any(d.is_dir() for d in dirs):
             return None  # plugins kept where this probe does not look (a packager's layout): leave it to Qt
@@ -417,6 +419,31 @@ class PlatformProbe:
             return Problem(name, f"Qt's {name} platform plugin does not load ({error})")
         lacking = "missing on this system" if _NOT_FOUND in error else f"missing or broken on this system ({error})"
         return Problem(name, f"Qt's {name} platform plugin needs {', '.join(missing)}, {lacking}", missing)
+
+    def _unknown_plugin(self, name: str, dirs: list[Path]) -> Problem | None:
+        """Name a plugin Qt does not have: a name left in QT_QPA_PLATFORM from another desktop, or a typo.
+
+        Qt finds a plugin by the keys in its metadata, which hold the name as plain text, so a name that no
+        plugin file in Qt's folders contains is one Qt lacks (and Qt would abort on it).
+        """
+        plugins = sorted({p for d in dirs if d.is_dir() for p in d.iterdir() if p.suffix == ".so" and p.is_file()})
+        if not plugins:
+            return None  # plugins kept where this probe does not look: leave it to Qt
+        needle = name.encode()
+        for plugin in plugins:
+            try:
+                if needle in plugin.read_bytes():
+                    return None
+            except OSError:
+                return None  # a plugin this probe cannot read may be the one: leave it to Qt
+        known = [p.name.removeprefix("libq").removesuffix(".so") for p in plugins]
+        setting = self.environ.get("QT_QPA_PLATFORM", name)
+        return Problem(
+            name,
+            f"QT_QPA_PLATFORM={setting} names a platform plugin this Qt does not have ({name}; it has "
+            f"{', '.join(known)})",
+            fix="unset QT_QPA_PLATFORM (or set it to one of those) and start ftdesk again",
+        )
 
     def _wayland_display(self, name: str) -> Problem | None:
         if self.environ.get("WAYLAND_SOCKET"):

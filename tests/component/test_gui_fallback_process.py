@@ -104,6 +104,18 @@ async def test_a_platform_plugin_the_loader_refuses_is_named_and_the_api_is_serv
     assert "libX11.so.6" not in stderr
 
 
+async def test_a_platform_plugin_qt_does_not_have_is_named_and_the_api_is_served_headless(tmp_path: Path) -> None:
+    # A QT_QPA_PLATFORM left from another desktop (or misspelt): Qt would print its hint and abort (SIGABRT).
+    port = free_port()
+    env = desktop_env(tmp_path, port, QT_QPA_PLATFORM="nosuchplatform", DISPLAY=f":{unused_display_number()}")
+    app = await ServiceProcess.start(main_py(), env, port)
+    stderr = await serves_headless_then_stops(app, tmp_path)
+    lines = [line for line in stderr.splitlines() if "the tray cannot start" in line]
+    assert len(lines) == 1, stderr
+    assert "QT_QPA_PLATFORM=nosuchplatform names a platform plugin this Qt does not have" in lines[0]
+    assert "To fix it: unset QT_QPA_PLATFORM" in lines[0]
+
+
 @pytest.mark.skipif(shutil.which("Xvfb") is None, reason="needs Xvfb for a real X server")
 @pytest.mark.skipif(not xcb_plugin_loads(), reason="this machine lacks libraries Qt's xcb plugin needs")
 async def test_on_a_real_x_server_the_tray_app_starts(tmp_path: Path) -> None:

@@ -251,3 +251,34 @@ def test_a_plugin_missing_from_its_folder_is_named(tmp_path: Path) -> None:
     problem = PlatformProbe(environ={"QT_QPA_PLATFORM": "offscreen"}, pyside_dir=tmp_path / "PySide6").run()
     assert problem is not None
     assert f"Qt's offscreen platform plugin is not in {platforms}" in problem.message()
+
+
+@linux_only
+def test_a_platform_name_this_qt_lacks_says_what_to_unset(tmp_path: Path) -> None:
+    # A QT_QPA_PLATFORM left from another desktop: Qt would abort (SIGABRT) on it.
+    platforms = tmp_path / "PySide6" / "Qt" / "plugins" / "platforms"
+    platforms.mkdir(parents=True)
+    (platforms / "libqxcb.so").write_bytes(b'\x7fELF...{"Keys": ["xcb"]}...')
+    (platforms / "libqoffscreen.so").write_bytes(b'\x7fELF...{"Keys": ["offscreen"]}...')
+    probe = PlatformProbe(environ={"QT_QPA_PLATFORM": "nosuchplatform"}, pyside_dir=tmp_path / "PySide6")
+    problem = probe.run()
+    assert problem is not None and not problem.no_display
+    message = problem.message()
+    assert "QT_QPA_PLATFORM=nosuchplatform names a platform plugin this Qt does not have" in message
+    assert "it has offscreen, xcb" in message and "To fix it: unset QT_QPA_PLATFORM" in message
+    assert "\n" not in message
+
+
+@linux_only
+def test_a_plugin_named_only_in_its_metadata_is_left_to_qt(tmp_path: Path) -> None:
+    platforms = tmp_path / "PySide6" / "Qt" / "plugins" / "platforms"
+    platforms.mkdir(parents=True)
+    (platforms / "libqcustom-kiosk.so").write_bytes(b'\x7fELF...{"Keys": ["kiosk"]}...')
+    assert PlatformProbe(environ={"QT_QPA_PLATFORM": "kiosk"}, pyside_dir=tmp_path / "PySide6").run() is None
+
+
+@linux_only
+def test_the_installed_qt_lacks_a_made_up_platform_and_has_offscreen() -> None:
+    assert PlatformProbe(environ={"QT_QPA_PLATFORM": "offscreen"}).run() is None
+    problem = PlatformProbe(environ={"QT_QPA_PLATFORM": "nosuchplatform"}).run()
+    assert problem is not None and "this Qt does not have" in problem.message()
