@@ -31,7 +31,15 @@ from PySide6.QtSvg import QSvgRenderer
 
 ICONS_DIR = Path(__file__).resolve().parent / "icons"
 APP_ICON = "ftdesk"
-TRAY_ICONS = ("tray-logged-out", "tray-paper", "tray-dry-run", "tray-live", "tray-error", "tray-halted")
+TRAY_ICONS = (
+    "tray-logged-out",
+    "tray-paper",
+    "tray-paper-fidelity",
+    "tray-dry-run",
+    "tray-live",
+    "tray-error",
+    "tray-halted",
+)
 APP_SIZES = (16, 22, 24, 32, 48, 64, 128, 256, 512)
 TRAY_SIZES = (16, 22, 24, 32, 48, 64)
 ICO_SIZES = (16, 24, 32, 48, 64, 128, 256)

@@ -122,7 +122,8 @@ class UserActions(QObject):
     def log_in(self) -> None:
         """Open the login dialog (or bring the open one to the front)."""
         if not self._login.to_front():
-            broker = self._bridge.status.broker
+            status = self._bridge.status
+            broker = "paper-fidelity" if status.paper_on_fidelity else status.broker
             _to_front(self._login.hold(LoginDialog(self._bridge.submit_login, broker=broker)))
 
     def log_out(self) -> None:
@@ -146,7 +147,10 @@ class UserActions(QObject):
         accounts = [f"{a.name} {a.acct_num}" for a in self._feed.snapshot.accounts] if self._feed else []
         state = self._safety.state if self._safety is not None else None
         limits = limit_lines(state.limits) if state is not None else None
-        dialog = self._live.hold(LiveTradingConfirmDialog(self._bridge.status.broker, accounts=accounts, limits=limits))
+        status = self._bridge.status
+        dialog = self._live.hold(
+            LiveTradingConfirmDialog(status.broker, accounts=accounts, limits=limits, paper_market=status.paper_market)
+        )
         dialog.accepted.connect(lambda: self._bridge.set_live_trading(True))
         dialog.open()
 

@@ -59,6 +59,12 @@ class AppStatus:
     credentials_stored: bool
     events_why_not: str | None = None  # why account events are not live (None when they are, or unknown)
     problems: tuple[str, ...] = ()  # damaged files moved aside, a full disk, a halt that could not be saved
+    paper_market: str = "simulated"  # the paper broker's market: "simulated" or "fidelity" (no real order possible)
+
+    @property
+    def paper_on_fidelity(self) -> bool:
+        """Return True for paper trading on Fidelity's market: a Fidelity login, paper money, no real order."""
+        return self.broker == "paper" and self.paper_market == "fidelity"
 
     @property
     def client_count(self) -> int:
@@ -228,6 +234,7 @@ class ServiceBridge(QObject):
             credentials_stored=service.credentials_stored,
             events_why_not=streams.events_why_not,
             problems=service.problems,
+            paper_market=service.paper_market,
         )
 
     def _notify_changes(self, previous: AppStatus, status: AppStatus) -> None:

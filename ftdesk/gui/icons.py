@@ -1,4 +1,4 @@
-"""The tray's six looks and the app icon, loaded from resources/icons/ with every rendered size."""
+"""The tray's seven looks and the app icon, loaded from resources/icons/ with every rendered size."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ class TrayLook(StrEnum):
 
     LOGGED_OUT = "logged-out"  # grey thin ring
     PAPER = "paper"  # logged in on the paper broker: green sheet with a folded corner
+    PAPER_FIDELITY = "paper-fidelity"  # paper on Fidelity's market: the same sheet marked with a blue disc
     DRY_RUN = "dry-run"  # logged in on Fidelity, live trading off: blue dashed ring
     LIVE = "live"  # logged in on Fidelity, LIVE trading: solid red disc
     ERROR = "error"  # upstream trouble (expired session, stream reconnecting, service down): amber "!" badge

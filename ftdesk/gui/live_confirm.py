@@ -37,9 +37,14 @@ def _context(broker: str, accounts: Sequence[str], limits: Sequence[str] | None)
     return points
 
 
-def _consequences(broker: str) -> list[str]:
+def _consequences(broker: str, paper_market: str = "simulated") -> list[str]:
     name = BROKER_NAMES.get(broker, broker)
-    if broker == "paper":
+    if broker == "paper" and paper_market == "fidelity":
+        reach = (
+            "Orders placed through the API will be filled by the Paper brokerage on Fidelity's live quotes. "
+            "No real order is possible: nothing is ever sent to Fidelity, and no real money is involved."
+        )
+    elif broker == "paper":
         # Paper never touches money; saying otherwise would teach traders to ignore this dialog.
         reach = (
             f"Orders placed through the API will be sent to the {name} brokerage and filled against its "
@@ -67,25 +72,28 @@ class LiveTradingConfirmDialog(QDialog):
         *,
         accounts: Sequence[str] = (),
         limits: Sequence[str] | None = None,
+        paper_market: str = "simulated",
     ) -> None:
         super().__init__(parent)
         self.setWindowTitle("Enable live trading? - ftdesk")
         self.setMinimumWidth(440)
         self._broker = broker
+        on_fidelity = broker == "paper" and paper_market == "fidelity"
+        self._title = "Paper on Fidelity's market" if on_fidelity else BROKER_NAMES.get(broker, broker)
 
         icon = QLabel()
         size = self.style().pixelMetric(QStyle.PixelMetric.PM_MessageBoxIconSize, None, self)
         icon.setPixmap(self.style().standardIcon(QStyle.StandardPixmap.SP_MessageBoxWarning).pixmap(size, size))
         icon.setObjectName("icon")
 
-        heading = QLabel(f"Turn on live trading with {BROKER_NAMES.get(broker, broker)}?")
+        heading = QLabel(f"Turn on live trading with {self._title}?")
         heading.setObjectName("heading")
         font = heading.font()
         font.setPointSizeF(font.pointSizeF() * 1.2)
         font.setBold(True)
         heading.setFont(font)
 
-        self._points = [*_context(broker, accounts, limits), *_consequences(broker)]
+        self._points = [*_context(broker, accounts, limits), *_consequences(broker, paper_market)]
         body = QLabel(
             "<ul style='margin-left: -20px'>" + "".join(f"<li>{html.escape(p)}</li>" for p in self._points) + "</ul>"
         )
@@ -124,7 +132,7 @@ class LiveTradingConfirmDialog(QDialog):
     @property
     def message(self) -> str:
         """Return the question and its explanation as plain text."""
-        return "\n".join([f"Turn on live trading with {BROKER_NAMES.get(self._broker, self._broker)}?", *self._points])
+        return "\n".join([f"Turn on live trading with {self._title}?", *self._points])
 
     @property
     def confirm_button(self) -> QPushButton:

@@ -33,7 +33,14 @@ from ftdesk.gui.contracts import LoginOutcome, LoginRequest, LoginResult, LoginS
 
 log = logging.getLogger(__name__)
 
-BROKER_TITLES = MappingProxyType({"paper": "Paper (simulated brokerage)", "fidelity": "Fidelity"})
+BROKER_TITLES = MappingProxyType(
+    {
+        "paper": "Paper (simulated brokerage)",
+        "fidelity": "Fidelity",
+        # Paper trading on Fidelity's market: the login is Fidelity's (its password and 6-digit code).
+        "paper-fidelity": "Fidelity (paper trading on its market: no real order)",
+    }
+)
 TOTP_EXPLANATION = "This account uses two-step verification: enter the 6-digit code from your authenticator app."
 GENERIC_FAILURE = "Login failed for an unexpected reason; details are in the log. Try again."
 _SIX_DIGITS = re.compile(r"\d{6}")

@@ -48,6 +48,12 @@ GROUPS: tuple[tuple[str, tuple[Row, ...]], ...] = (
         (
             Row("broker", "Broker", Kind.CHOICE, (("paper", "Paper (simulated)"), ("fidelity", "Fidelity"))),
             Row(
+                "paper_market",
+                "Paper market",
+                Kind.CHOICE,
+                (("simulated", "Simulated"), ("fidelity", "Fidelity's live quotes (no real order possible)")),
+            ),
+            Row(
                 "log_level",
                 "Log level",
                 Kind.CHOICE,

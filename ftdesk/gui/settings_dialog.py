@@ -18,6 +18,7 @@ from typing import Any
 from PySide6.QtGui import QResizeEvent
 from PySide6.QtWidgets import (
     QCheckBox,
+    QComboBox,
     QDialog,
     QDialogButtonBox,
     QFormLayout,
@@ -93,6 +94,11 @@ class SettingsDialog(QDialog):
             right.addWidget(self._build_desktop(login_item))
         left.addStretch(1)
         right.addStretch(1)
+        # The paper market only means something on the paper broker: shown while Paper is chosen.
+        broker_editor = self._editors["broker"].editor
+        if isinstance(broker_editor, QComboBox):
+            broker_editor.currentIndexChanged.connect(lambda _index: self._show_paper_market())
+        self._show_paper_market()
         # One label width per column, so the fields line up down each column.
         risk = {row.name for title, rows in GROUPS if title == RISK_LIMITS_GROUP for row in rows}
         left_labels = [e.label for name, e in self._editors.items() if name not in risk] + [beps_token_label]
@@ -152,6 +158,12 @@ class SettingsDialog(QDialog):
 
         for widget in (self._error, self._status, self._restart_panel, self._busy_row, self._buttons):
             layout.addWidget(widget)
+
+    def _show_paper_market(self) -> None:
+        paper = self._editors["broker"].raw() == "paper"
+        market = self._editors["paper_market"]
+        market.label.setVisible(paper)
+        market.cell.setVisible(paper)
 
     def _build_desktop(self, login_item: LoginItem) -> QWidget:
         group = QGroupBox("Desktop")

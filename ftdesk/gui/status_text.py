@@ -20,8 +20,13 @@ def tray_look(status: AppStatus, halt: HaltState | None = None) -> TrayLook:
     if status.session is SessionState.LOGGED_OUT:
         return TrayLook.LOGGED_OUT
     if status.broker == "paper":  # simulated money: one look whether or not the switch lets places through
-        return TrayLook.PAPER
+        return TrayLook.PAPER_FIDELITY if status.paper_on_fidelity else TrayLook.PAPER
     return TrayLook.LIVE if status.live else TrayLook.DRY_RUN
+
+
+def broker_text(status: AppStatus) -> str:
+    """Return the broker as the trader should read it ("paper on Fidelity's market" for that mode)."""
+    return "paper on Fidelity's market" if status.paper_on_fidelity else status.broker
 
 
 def mode_text(status: AppStatus) -> str:
@@ -99,7 +104,7 @@ def status_lines(status: AppStatus) -> StatusLines:
     """Return the status lines for a status."""
     return StatusLines(
         session=f"Session: {session_text(status)}",
-        broker=f"Broker: {status.broker}",
+        broker=f"Broker: {broker_text(status)}",
         mode=f"Mode: {mode_text(status)}",
         streaming=f"Streaming: market data {_hub_text(status.quotes)}, account events {events_text(status)}",
         clients=f"Clients: {clients_text(status)}",
@@ -109,7 +114,9 @@ def status_lines(status: AppStatus) -> StatusLines:
 def tooltip(status: AppStatus, pnl_line: str | None = None) -> str:
     """Return the tray tooltip: broker, mode, session, the day's P&L (when known) and the API URL."""
     mode = "LIVE" if status.live else "dry-run"
-    lines = [f"ftdesk: {status.broker}, {mode}, {session_text(status)}"]
+    lines = [f"ftdesk: {broker_text(status)}, {mode}, {session_text(status)}"]
+    if status.paper_on_fidelity:
+        lines.append("Paper money on Fidelity's quotes: no real order is possible")
     if pnl_line and status.session is SessionState.LOGGED_IN:
         lines.append(pnl_line)
     lines.append(status.api_url)

@@ -150,6 +150,7 @@ class ServiceStatus:
     credentials_stored: bool
     streams: StreamStatus
     problems: tuple[str, ...] = ()  # one line each: damaged files moved aside, a full disk, a halt not saved
+    paper_market: str = "simulated"  # with broker paper: "simulated" or "fidelity" (Fidelity's market, no real order)
 
 
 @dataclass(frozen=True)
@@ -395,6 +396,7 @@ class ServiceControl:
                 auto_reauth=self._settings.auto_reauth,
                 credentials_stored=False,
                 streams=StreamStatus(),
+                paper_market=self._settings.paper_market,
             )
         session = run.context.session.status()
         return ServiceStatus(
@@ -410,6 +412,7 @@ class ServiceControl:
             credentials_stored=session.credentials_stored,
             streams=self.streams(),
             problems=tuple(run.context.safety.problems),
+            paper_market=self._settings.paper_market,
         )
 
     def streams(self) -> StreamStatus:

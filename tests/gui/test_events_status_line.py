@@ -54,3 +54,18 @@ def test_before_login_the_line_just_says_it_waits() -> None:
     assert status_lines(status).streaming == (
         "Streaming: market data waiting for session, account events waiting for session"
     )
+
+
+def test_paper_on_fidelitys_market_has_its_own_look_and_says_no_real_order_is_possible() -> None:
+    from ftdesk.gui.icons import TrayLook
+    from ftdesk.gui.status_text import tooltip, tray_look
+
+    paper = replace(BASE, broker="paper", live=True)
+    on_fidelity = replace(paper, paper_market="fidelity")
+    assert (tray_look(paper), tray_look(on_fidelity)) == (TrayLook.PAPER, TrayLook.PAPER_FIDELITY)
+    assert tooltip(on_fidelity).splitlines()[:2] == [
+        "ftdesk: paper on Fidelity's market, LIVE, logged in as t***r",
+        "Paper money on Fidelity's quotes: no real order is possible",
+    ]
+    assert status_lines(on_fidelity).broker == "Broker: paper on Fidelity's market"
+    assert "no real order" not in tooltip(paper)

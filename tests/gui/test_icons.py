@@ -105,7 +105,11 @@ def test_halted_is_a_purple_octagon_unlike_live_red_disc(icons: IconSet, size: i
         return sum(QColor.fromRgba(image.pixel(x, 0)).alphaF() > 0.5 for x in range(size))
 
     assert edge_run(TrayLook.HALTED) >= 0.45 * size
-    assert all(edge_run(look) < 0.4 * size for look in TrayLook if look not in (TrayLook.HALTED, TrayLook.PAPER))
+    assert all(
+        edge_run(look) < 0.4 * size
+        for look in TrayLook
+        if look not in (TrayLook.HALTED, TrayLook.PAPER, TrayLook.PAPER_FIDELITY)
+    )
     image = icons.tray_icon(TrayLook.HALTED).pixmap(size, size).toImage()
     assert QColor.fromRgba(image.pixel(0, 0)).alphaF() < 0.5  # its corners are cut: not the paper sheet
 
@@ -132,12 +136,21 @@ def test_every_two_looks_differ_without_colour(icons: IconSet, size: int, backgr
         assert differing >= 0.06, f"{first.value} and {second.value} look alike in grey at {size} px"
 
 
-def test_paper_is_the_only_square_look(icons: IconSet) -> None:
+def test_the_paper_sheets_are_the_only_square_looks(icons: IconSet) -> None:
     def corner_covered(look: TrayLook) -> bool:
         image = icons.tray_icon(look).pixmap(22, 22).toImage()
         return QColor.fromRgba(image.pixel(2, 19)).alphaF() > 0.5  # bottom-left corner, outside any circle
 
-    assert [look for look in TrayLook if corner_covered(look)] == [TrayLook.PAPER]
+    assert [look for look in TrayLook if corner_covered(look)] == [TrayLook.PAPER, TrayLook.PAPER_FIDELITY]
+
+
+def test_paper_on_fidelity_is_the_paper_sheet_with_a_blue_mark(icons: IconSet) -> None:
+    """Same green sheet (simulated money), its own mark: a blue disc where paper has green candles."""
+    image = icons.tray_icon(TrayLook.PAPER_FIDELITY).pixmap(22, 22).toImage()
+    centre = QColor.fromRgba(image.pixel(7, 13))  # in the disc, beside its white candle
+    assert 200 <= centre.hsvHue() <= 230 and centre.hsvSaturationF() > 0.5, centre.name()  # the blue mark
+    edge = QColor.fromRgba(image.pixel(2, 19))
+    assert 140 <= edge.hsvHue() <= 175, edge.name()  # the paper sheet's green edge
 
 
 @pytest.mark.parametrize(

@@ -72,3 +72,13 @@ def test_the_paper_broker_is_named_and_never_claims_real_money(qtbot: QtBot) -> 
     assert "Paper" in text
     assert "No real money" in text
     assert "trade real money" not in text
+
+
+def test_paper_on_fidelitys_market_says_no_real_order_is_possible(qtbot: QtBot) -> None:
+    dialog = LiveTradingConfirmDialog("paper", paper_market="fidelity")
+    qtbot.addWidget(dialog)
+    dialog.open()
+    text = shown_text(dialog)
+    assert "Turn on live trading with Paper on Fidelity's market?" in text
+    assert "No real order is possible" in text and "nothing is ever sent to Fidelity" in text
+    assert "real money in your" not in text

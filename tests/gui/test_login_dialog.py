@@ -256,3 +256,12 @@ async def test_cancel_closes_the_dialog_even_while_logging_in(
     assert dialog.result() == QDialog.DialogCode.Rejected
     await wait_until(lambda: service.cancelled == 1)  # the pending login was abandoned, not left running
     assert not dialog.busy and logged_in == []
+
+
+def test_paper_on_fidelitys_market_asks_for_the_fidelity_login(qtbot: QtBot, service: FakeLoginService) -> None:
+    from PySide6.QtWidgets import QLabel
+
+    dialog = make_dialog(qtbot, service, broker="paper-fidelity")
+    heading = dialog.findChild(QLabel, "heading")
+    assert heading is not None
+    assert heading.text() == "Log in to Fidelity (paper trading on its market: no real order)"

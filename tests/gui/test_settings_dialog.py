@@ -410,3 +410,19 @@ async def test_when_the_settings_are_refused_after_start_at_login_changed_the_me
     dialog.save_button.click()  # only the settings are left to save
     await wait_until(lambda: not dialog.isVisible())
     assert service.file() == {"auto_reauth": False}
+
+
+async def test_the_paper_market_is_offered_only_while_the_paper_broker_is_chosen(
+    open_dialog: Callable[..., SettingsDialog], service: FakeSettingsService
+) -> None:
+    dialog = open_dialog()
+    market = dialog.editor("paper_market")
+    assert market.isVisibleTo(dialog)  # the default broker is paper
+    choose(dialog, "broker", "fidelity")
+    assert not market.isVisibleTo(dialog)
+    choose(dialog, "broker", "paper")
+    assert market.isVisibleTo(dialog)
+    choose(dialog, "paper_market", "fidelity")
+    dialog.save_button.click()
+    await wait_until(lambda: len(service.received) == 1)
+    assert service.received == [{"paper_market": "fidelity"}]
