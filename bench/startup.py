@@ -61,27 +61,42 @@ def main() -> int:
     parser.add_argument("--bundle", type=Path, default=ROOT / "dist" / "ftdesk" / "ftdesk")
     parser.add_argument("--runs", type=int, default=5)
     args = parser.parse_args()
-    if not args.bundle.is_file():
-        print(f"no bundle at {args.bundle}: run packaging/build.py first", file=sys.stderr)
-        return 1
+    frozen = args.bundle.is_file()
+    if not frozen:
+        print(f"no bundle at {args.bundle} (packaging/build.py makes one): measuring the venv only")
     variants = {
         "frozen, headless": ([str(args.bundle)], False),
         "venv, headless": ([sys.executable, "-m", "ftdesk"], False),
         "frozen, tray (offscreen)": ([str(args.bundle)], True),
         "venv, tray (offscreen)": ([sys.executable, "-m", "ftdesk"], True),
     }
+    if not frozen:
+        variants = {name: variant for name, variant in variants.items() if not name.startswith("frozen")}
     times: dict[str, list[float]] = {name: [] for name in variants}
     with tempfile.TemporaryDirectory(prefix="ftdesk-startup-") as scratch:
         for _ in range(args.runs):
             for name, (command, gui) in variants.items():
                 times[name].append(start_once(command, gui, Path(scratch)))
-    print(f"load average before the last run: {os.getloadavg()[0]:.2f}; {args.runs} runs each, alternating")
+    print(f"load average after the runs: {os.getloadavg()[0]:.2f}; {args.runs} runs each, alternating")
     for name, seconds in times.items():
         low, high = min(seconds), max(seconds)
         median = statistics.median(seconds)
         print(f"{name:>26}: first 200 after {median * 1000:.0f} ms (median; {low * 1000:.0f}-{high * 1000:.0f} ms)")
-    size, files = folder_size(args.bundle.parent)
-    print(f"bundle {args.bundle.parent}: {size / MIB:.1f} MiB, {files} files")
+    imports = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import time; t = time.perf_counter(); import ftdesk.app; print(time.perf_counter() - t)",
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    ).stdout
+    print(f"import ftdesk.app from the venv: {float(imports) * 1000:.0f} ms (python -X importtime for the detail)")
+    if frozen:
+        size, files = folder_size(args.bundle.parent)
+        print(f"bundle {args.bundle.parent}: {size / MIB:.1f} MiB, {files} files")
     return 0
 
 

@@ -15,18 +15,15 @@ import logging
 import signal
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING
 
 from keyring.backend import KeyringBackend
 
 from ftdesk import __version__
 from ftdesk.autostart import LoginItem, login_item_for_platform
 from ftdesk.brokers.base import Broker
-from ftdesk.brokers.fidelity.beps import BepsConfig
-from ftdesk.brokers.fidelity.broker import FidelityBroker
-from ftdesk.brokers.fidelity.config import FidelityConfig
 from ftdesk.brokers.paper.broker import PaperBroker, paper_db_path, reset_world
 from ftdesk.brokers.paper.config import PaperConfig
-from ftdesk.brokers.paper_on_fidelity.broker import PaperOnFidelityBroker
 from ftdesk.config import SETTINGS, ConfigError, Settings, load_settings
 from ftdesk.data_dir import secure_data_dir, tightened_message
 from ftdesk.domain.clock import Clock, SystemClock
@@ -57,6 +54,9 @@ from ftdesk.streaming.event_hub import AccountEventHub, first_event_id
 from ftdesk.streaming.hub import QuoteHub
 from ftdesk.streaming.tap import HubQuoteTap
 
+if TYPE_CHECKING:
+    from ftdesk.brokers.fidelity.broker import FidelityBroker
+
 log = logging.getLogger("ftdesk")
 
 
@@ -83,6 +83,8 @@ def build_broker(settings: Settings, clock: Clock) -> Broker:
             tick_interval=settings.paper_tick_interval,
         )
         if settings.paper_market == "fidelity":
+            from ftdesk.brokers.paper_on_fidelity.broker import PaperOnFidelityBroker  # see build_fidelity
+
             # The Fidelity side is built without order entry: nothing in this mode can send an order to Fidelity.
             return PaperOnFidelityBroker(config, build_fidelity(settings, clock, order_entry=False))
         return PaperBroker(config, clock)
@@ -93,6 +95,12 @@ def build_broker(settings: Settings, clock: Clock) -> Broker:
 
 def build_fidelity(settings: Settings, clock: Clock, *, order_entry: bool = True) -> FidelityBroker:
     """Return the Fidelity brokerage the settings configure (without its orders group unless ``order_entry``)."""
+    # Imported here: the Fidelity broker and its clients are about a third of the imports, and a paper start
+    # (the default) needs none of them.
+    from ftdesk.brokers.fidelity.beps import BepsConfig
+    from ftdesk.brokers.fidelity.broker import FidelityBroker
+    from ftdesk.brokers.fidelity.config import FidelityConfig
+
     # BEPS configures itself at each login; the FTSERVICE_BEPS_* variables that are set override it.
     return FidelityBroker(
         FidelityConfig(
@@ -200,7 +208,9 @@ class ServiceRuntime:
         resources.callback(holder.add_listener(session.follow_settings))
         await session.refresh_credentials_flag()
         quotes = await resources.enter_async_context(_quote_hub(self.broker, clock, settings, session))
-        if isinstance(self.broker, PaperOnFidelityBroker):
+        # The class is imported only when a run builds that broker: until then no broker can be one.
+        on_fidelity = sys.modules.get("ftdesk.brokers.paper_on_fidelity.broker")
+        if on_fidelity is not None and isinstance(self.broker, on_fidelity.PaperOnFidelityBroker):
             # Paper orders fill on the quotes of the service's one MDDS connection, as they arrive.
             tap = HubQuoteTap(quotes)
             resources.push_async_callback(tap.close)
