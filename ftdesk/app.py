@@ -15,6 +15,7 @@ import logging
 import signal
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from keyring.backend import KeyringBackend
@@ -429,16 +430,28 @@ async def _instance_running(settings: Settings) -> bool:
     return isinstance(body, dict) and (body.get("data") or {}).get("service") == "ftdesk"
 
 
-async def hand_off_to_running_instance(settings: Settings, keyring_backend: KeyringBackend | None) -> str | None:
-    """Ask an ftdesk already serving the configured port to show its window; return the line to print, or None."""
+@dataclass(frozen=True)
+class HandOff:
+    """What a launch that found ftdesk already serving its port did: the line to print, and whether it worked."""
+
+    message: str
+    ok: bool  # False when nothing happened: the exit code is then non-zero
+
+
+async def hand_off_to_running_instance(settings: Settings, keyring_backend: KeyringBackend | None) -> HandOff | None:
+    """Ask an ftdesk already serving the configured port to show its window; None when none serves it."""
     if settings.port == 0 or not await _instance_running(settings):
         return None
     import aiohttp
 
     running = f"ftdesk is already running at {settings.base_url}"
     store = ApiKeyStore(SecretVault(keyring_backend), settings.data_dir, settings.api_key)
-    # It is the same user: the running instance keeps its key where this launch finds it.
-    key, _source = await asyncio.to_thread(store.load_or_create)
+    # It is the same user: the running instance keeps its key where this launch finds it. Only read: a launch
+    # that hands over writes nothing, and a data dir without a key cannot be the running one's.
+    found = await asyncio.to_thread(store.load)
+    if found is None:
+        return HandOff(_another_data_dir(settings), ok=False)
+    key, _source = found
     try:
         timeout = aiohttp.ClientTimeout(total=3)
         async with (
@@ -447,14 +460,24 @@ async def hand_off_to_running_instance(settings: Settings, keyring_backend: Keyr
         ):
             body = await r.json()
     except (aiohttp.ClientError, TimeoutError, ValueError) as exc:
-        return f"{running}; could not ask it to show its window ({type(exc).__name__})"
+        return HandOff(f"{running}; could not ask it to show its window ({type(exc).__name__})", ok=False)
     data = body.get("data") if isinstance(body, dict) else None
     if not isinstance(data, dict):
         error = (body.get("error") or {}) if isinstance(body, dict) else {}
-        return f"{running}; it did not show its window ({error.get('code', f'HTTP {r.status}')})"
+        code = error.get("code", f"HTTP {r.status}")
+        if code == "API_KEY_INVALID":  # its key is another data dir's (or FTSERVICE_API_KEY differs)
+            return HandOff(_another_data_dir(settings), ok=False)
+        return HandOff(f"{running}; it did not show its window ({code})", ok=False)
     if data.get("shown"):
-        return f"{running}; its window is now in front"
-    return f"{running}; {data.get('reason') or 'it has no window to show'}"
+        return HandOff(f"{running}; its window is now in front", ok=True)
+    return HandOff(f"{running}; {data.get('reason') or 'it has no window to show'}", ok=True)
+
+
+def _another_data_dir(settings: Settings) -> str:
+    return (
+        f"another ftdesk, with another data dir, is already serving on {settings.port} (this launch's data dir is "
+        f"{settings.data_dir}). Quit that one, or start this one on another port (FTSERVICE_PORT)"
+    )
 
 
 def reset_paper(settings: Settings) -> int:
@@ -489,10 +512,10 @@ def run_tray(settings: Settings, redactor: SecretRedactor) -> int:
     what is missing once (stderr and the log) and serve headless instead of letting Qt abort the process.
     """
     backend = system_keyring()
-    message = asyncio.run(hand_off_to_running_instance(settings, backend))
-    if message is not None:
-        print(message, flush=True)
-        return 0
+    handed = asyncio.run(hand_off_to_running_instance(settings, backend))
+    if handed is not None:
+        print(handed.message if handed.ok else f"ftdesk: {handed.message}", file=None if handed.ok else sys.stderr)
+        return 0 if handed.ok else 1
     reason = gui_unavailable()
     if reason is not None:
         log.warning("%s", reason)  # the log goes to stderr and the log file

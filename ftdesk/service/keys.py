@@ -43,6 +43,7 @@ class SecretVault:
     def __init__(self, backend: KeyringBackend | None) -> None:
         self._backend = backend
         self._available: bool | None = None
+        self.why_unavailable: str | None = None  # the backend's failure, said once where a secret goes to a file
 
     @property
     def available(self) -> bool:
@@ -61,7 +62,9 @@ class SecretVault:
             with contextlib.suppress(Exception):
                 self._backend.delete_password(KEYCHAIN_SERVICE, _PROBE_ENTRY)
         except Exception as exc:  # any backend failure (no D-Bus, locked keyring) means "no keychain"
-            log.info("No usable OS keychain (%s); secrets fall back to files in the data dir", type(exc).__name__)
+            # Said where it matters (a secret written to a file), not on every launch: the debug log keeps it.
+            self.why_unavailable = type(exc).__name__
+            log.debug("No usable OS keychain (%s); secrets fall back to files in the data dir", type(exc).__name__)
             return False
         return ok
 
@@ -115,6 +118,10 @@ class ApiKeyStore:
 
     def load_or_create(self) -> tuple[str, KeySource]:
         """Return the API key and where it lives, generating and storing one on first start."""
+        return self.load() or self._store(new_api_key())
+
+    def load(self) -> tuple[str, KeySource] | None:
+        """Return the API key and where it lives, or None when none was made yet (nothing is written)."""
         if self._override:
             return self._override, KeySource.ENVIRONMENT
         if self._vault.available:
@@ -125,7 +132,7 @@ class ApiKeyStore:
             stored = self._file.read_text(encoding="utf-8").strip()
             if stored:
                 return stored, KeySource.FILE
-        return self._store(new_api_key())
+        return None
 
     def regenerate(self) -> tuple[str, KeySource]:
         """Replace the stored API key with a new one (not possible while FTSERVICE_API_KEY is set)."""
@@ -138,6 +145,8 @@ class ApiKeyStore:
             self._vault.set(API_KEY_ENTRY, key)
             return key, KeySource.KEYCHAIN
         write_private_file(self._file, key + "\n")
+        why = f" ({self._vault.why_unavailable})" if self._vault.why_unavailable else ""
+        log.info("No usable OS keychain%s: the API key is kept in %s, readable by you alone", why, self._file)
         return key, KeySource.FILE
 
 

@@ -150,3 +150,25 @@ async def test_soak_streams_and_rest_for_60_s_without_a_crash_or_memory_growth(t
         assert "Traceback" not in await app.stderr_text()
     finally:
         await app.kill()
+
+
+async def test_a_second_launch_with_another_data_dir_says_so_quietly_and_exits_1(tmp_path: Path) -> None:
+    port = free_port()
+    app = await ServiceProcess.start(main_py(), gui_env(tmp_path / "first", port), port)
+    try:
+        env = service_env(tmp_path / "second", port)  # its own data dir, no API key of its own yet
+        env.pop("FTSERVICE_API_KEY", None)
+        second = await asyncio.create_subprocess_exec(
+            *main_py(), env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
+        )
+        out, err = await asyncio.wait_for(second.communicate(), 30)
+        assert second.returncode == 1, (out, err)
+        lines = (out + err).decode().strip().splitlines()
+        assert lines == [
+            f"ftdesk: another ftdesk, with another data dir, is already serving on {port} (this launch's data dir "
+            f"is {tmp_path / 'second'}). Quit that one, or start this one on another port (FTSERVICE_PORT)"
+        ]  # one line, and no keychain line
+        assert not (tmp_path / "second" / "api-key").exists(), "a launch that hands over writes no key"
+        assert await app.stop() == 0
+    finally:
+        await app.kill()

@@ -30,8 +30,9 @@ def second_launch_settings(desktop: Desktop) -> Settings:
 async def test_a_second_launch_brings_the_running_window_to_the_front(make_desktop, memory_keyring) -> None:
     desktop = await make_desktop(has_tray=False)
     desktop.app.window.hide()
-    message = await hand_off_to_running_instance(second_launch_settings(desktop), memory_keyring)
-    assert message == f"ftdesk is already running at {desktop.runtime.url}; its window is now in front"
+    handed = await hand_off_to_running_instance(second_launch_settings(desktop), memory_keyring)
+    assert handed is not None and handed.ok
+    assert handed.message == f"ftdesk is already running at {desktop.runtime.url}; its window is now in front"
     await wait_until(desktop.app.window.isVisible)
 
 
@@ -39,8 +40,8 @@ async def test_the_hand_off_finds_the_key_in_the_keychain_like_the_running_app(m
     desktop = await make_desktop(has_tray=True, FTSERVICE_API_KEY="")
     settings = second_launch_settings(desktop)
     assert settings.api_key is None
-    message = await hand_off_to_running_instance(settings, memory_keyring)
-    assert message is not None and message.endswith("its window is now in front")
+    handed = await hand_off_to_running_instance(settings, memory_keyring)
+    assert handed is not None and handed.ok and handed.message.endswith("its window is now in front")
     await wait_until(desktop.app.window.isVisible)
 
 
@@ -51,8 +52,21 @@ async def test_a_headless_service_says_it_has_no_window(start_service, memory_ke
     assert "headless" in body["data"]["reason"]
     port = int(service.base_url.rsplit(":", 1)[1])
     settings = dataclasses.replace(service.runtime.settings, port=port)
-    message = await hand_off_to_running_instance(settings, memory_keyring)
-    assert message == f"ftdesk is already running at {service.base_url}; {HEADLESS_REASON}"
+    handed = await hand_off_to_running_instance(settings, memory_keyring)
+    assert handed is not None and handed.ok
+    assert handed.message == f"ftdesk is already running at {service.base_url}; {HEADLESS_REASON}"
+
+
+async def test_a_second_launch_with_another_data_dir_says_so_in_words_and_fails(
+    make_desktop, memory_keyring, tmp_path
+) -> None:
+    desktop = await make_desktop(has_tray=False)
+    port = int(desktop.runtime.url.rsplit(":", 1)[1])
+    other = load_settings({"FTSERVICE_DATA_DIR": str(tmp_path / "other"), "FTSERVICE_PORT": str(port)})
+    handed = await hand_off_to_running_instance(other, memory_keyring)
+    assert handed is not None and not handed.ok
+    assert handed.message.startswith(f"another ftdesk, with another data dir, is already serving on {port}")
+    assert "API_KEY_INVALID" not in handed.message
 
 
 async def test_no_hand_off_when_nothing_or_something_else_answers_on_the_port(memory_keyring, tmp_path) -> None:

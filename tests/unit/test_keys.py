@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import stat
 from pathlib import Path
 
@@ -55,3 +56,23 @@ def test_regenerate_replaces_the_stored_key(tmp_path: Path) -> None:
 def test_keys_match_is_exact() -> None:
     assert keys_match("abc", "abc")
     assert not keys_match("abc", "abd") and not keys_match("abc", "abcd") and not keys_match("", "abc")
+
+
+def test_the_keychain_fallback_is_said_once_when_the_key_file_is_made_not_on_every_launch(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="ftdesk.service.keys")
+    ApiKeyStore(SecretVault(InMemoryKeyring(broken=True)), tmp_path, override=None).load_or_create()
+    said = [r.getMessage() for r in caplog.records if r.levelno >= logging.INFO]
+    assert len(said) == 1 and said[0].startswith("No usable OS keychain (")
+    assert f"the API key is kept in {tmp_path / 'api-key'}" in said[0]
+    caplog.clear()
+    for _launch in range(2):  # later launches, and a launch that only hands over (load), stay quiet
+        ApiKeyStore(SecretVault(InMemoryKeyring(broken=True)), tmp_path, override=None).load_or_create()
+        ApiKeyStore(SecretVault(InMemoryKeyring(broken=True)), tmp_path, override=None).load()
+    assert [r for r in caplog.records if r.levelno >= logging.INFO] == []
+
+
+def test_loading_writes_nothing_where_no_key_was_made(tmp_path: Path) -> None:
+    assert ApiKeyStore(SecretVault(None), tmp_path / "fresh", override=None).load() is None
+    assert not (tmp_path / "fresh").exists()
