@@ -26,7 +26,7 @@ from ftdesk.brokers.base import Broker
 from ftdesk.brokers.paper.broker import PaperBroker, paper_db_path, reset_world
 from ftdesk.brokers.paper.config import PaperConfig
 from ftdesk.config import SETTINGS, ConfigError, Settings, load_settings
-from ftdesk.data_dir import secure_data_dir, tightened_message
+from ftdesk.data_dir import DataDirDamaged, secure_data_dir, tightened_message
 from ftdesk.domain.clock import Clock, SystemClock
 from ftdesk.domain.session import SessionState
 from ftdesk.logs import SecretRedactor, configure_logging, log_dir
@@ -35,7 +35,7 @@ from ftdesk.service.control import ServiceControl, ServiceNotRunning
 from ftdesk.service.credentials import CredentialStore
 from ftdesk.service.keys import ApiKeyStore, SecretVault
 from ftdesk.service.orders.desk import OrderDesk
-from ftdesk.service.orders.journal import JOURNAL_FILE_NAME, OrderJournal
+from ftdesk.service.orders.journal import JOURNAL_FILE_NAME, OrderJournal, start_new_journal
 from ftdesk.service.orders.previews import PreviewBook
 from ftdesk.service.orders.recorder import OrderRecorder, PlacesInFlight
 from ftdesk.service.push.responses import StreamRegistry
@@ -72,8 +72,11 @@ def system_keyring() -> KeyringBackend | None:
     return backend
 
 
-def build_broker(settings: Settings, clock: Clock) -> Broker:
-    """Return the brokerage the settings select; raise ``ConfigError`` for one this build lacks."""
+def build_broker(settings: Settings, clock: Clock, on_damaged: Callable[[str], None] | None = None) -> Broker:
+    """Return the brokerage the settings select; raise ``ConfigError`` for one this build lacks.
+
+    ``on_damaged`` hears, in one line, of a damaged file the broker moved aside (the paper world).
+    """
     if settings.broker == "paper":
         config = PaperConfig(
             db_path=paper_db_path(settings.data_dir),
@@ -82,6 +85,7 @@ def build_broker(settings: Settings, clock: Clock) -> Broker:
             totp_secret=settings.paper_totp_secret,
             session_lifetime=settings.paper_session_lifetime,
             tick_interval=settings.paper_tick_interval,
+            on_damaged=on_damaged,
         )
         if settings.paper_market == "fidelity":
             from ftdesk.brokers.paper_on_fidelity.broker import PaperOnFidelityBroker  # see build_fidelity
@@ -146,7 +150,9 @@ class ServiceRuntime:
         self._keyring_backend = keyring_backend
         self.server: ServiceServer | None = None
         self.context: ServiceContext | None = None
-        self.broker: Broker = build_broker(settings, self.clock)
+        # What the trader must be told about the data dir (damaged files moved aside), for the tray and /health.
+        self.problems: list[str] = list(settings.notices)
+        self.broker: Broker = build_broker(settings, self.clock, self.problems.append)
         self.live = LiveTradingSwitch(settings.live_trading)
         self._extra_tables = extra_tables or []
         self._streaming = streaming or StreamingOptions()
@@ -182,6 +188,7 @@ class ServiceRuntime:
         key_store = ApiKeyStore(vault, settings.data_dir, settings.api_key)
         # keyring may talk to D-Bus and the fallback touches the disk: keep both off the event loop.
         api_key, key_source = await asyncio.to_thread(key_store.load_or_create)
+        self.problems.extend(key_store.notices)
         self.redactor.add(api_key)
         self._key_store = key_store
         credentials = CredentialStore(vault, settings.data_dir, settings.encryption_key)
@@ -227,6 +234,7 @@ class ServiceRuntime:
             reads=BrokerReads(session, quotes, clock),
         )
         resources.push_async_callback(safety.close)
+        safety.problems[:0] = self.problems
         resources.callback(live.add_listener(safety.live_changed))  # every switch of live trading is audited
         in_flight = PlacesInFlight()
         kill_switch = KillSwitch(safety, live, session, recorder, in_flight)
@@ -377,6 +385,9 @@ async def serve_until_stopped(settings: Settings, redactor: SecretRedactor) -> i
     except PortInUseError as exc:
         print(f"ftdesk: {exc}", file=sys.stderr, flush=True)
         return 1
+    except DataDirDamaged as exc:
+        say_damaged(exc)
+        return DAMAGED_EXIT
     # The switch as the run holds it, not the setting: a run that came back halted has live trading off.
     halted = control.safety().halt.halted
     mode = "LIVE TRADING" if control.status().live else "dry-run" + (", HALTED" if halted else "")
@@ -390,6 +401,27 @@ async def serve_until_stopped(settings: Settings, redactor: SecretRedactor) -> i
     finally:
         log.info("Shutting down")
         await control.stop()
+    return 0
+
+
+DAMAGED_EXIT = 3
+"""Exit code of a start refused because a file ftdesk cannot run without is damaged (the journal)."""
+
+
+def say_damaged(exc: DataDirDamaged) -> None:
+    """Tell of a refused start in one line: the log (stderr and the log file), or stderr when the log is quiet."""
+    if log.isEnabledFor(logging.ERROR):
+        log.error("%s", exc)
+    else:
+        print(f"ftdesk: {exc}", file=sys.stderr, flush=True)
+
+
+def new_journal(settings: Settings) -> int:
+    """Start a new order journal after a damaged one (refused while ftdesk runs); the damaged copy is kept."""
+    if asyncio.run(_instance_running(settings)):
+        print(f"ftdesk: ftdesk is running at {settings.base_url}; quit it first", file=sys.stderr)
+        return 1
+    print(start_new_journal(settings.data_dir / JOURNAL_FILE_NAME))
     return 0
 
 
@@ -546,6 +578,11 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "--reset-paper", action="store_true", help="delete the paper world (accounts, orders, notes) and exit"
     )
     parser.add_argument(
+        "--new-journal",
+        action="store_true",
+        help="start a new order journal after ftdesk found the old one damaged (the damaged copy is kept), and exit",
+    )
+    parser.add_argument(
         "--autostart",
         choices=("on", "off", "status"),
         help="start ftdesk at login (on), stop doing so (off), or say which (status), then exit",
@@ -590,8 +627,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return print_api_key(settings)
     if args.reset_paper:
         return reset_paper(settings)
+    if args.new_journal:
+        return new_journal(settings)
     redactor = settings_redactor(settings)
     configure_logging(settings.log_level, log_dir(settings.data_dir), redactor)
+    for notice in settings.notices:  # a damaged settings file, moved aside: one line on stderr and in the log file
+        log.error("%s", notice)
     if tightened:
         log.info("%s", tightened_message(settings.data_dir, tightened))
     if not args.headless:

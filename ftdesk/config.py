@@ -19,7 +19,7 @@ from typing import Any
 
 import platformdirs
 
-from ftdesk.data_dir import DATA_DIR_MODE
+from ftdesk.data_dir import DATA_DIR_MODE, move_aside
 from ftdesk.setting_limits import RISK_LIMIT_ROWS
 from ftdesk.setting_values import (
     InvalidValue,
@@ -383,6 +383,7 @@ class Settings:
     symbol_allow: tuple[str, ...]
     symbol_deny: tuple[str, ...]
     sources: Mapping[str, Source] = field(default_factory=dict, compare=False)
+    notices: tuple[str, ...] = field(default=(), compare=False)  # a damaged settings file moved aside, in one line
 
     @property
     def trading_mode(self) -> str:
@@ -424,15 +425,32 @@ def _invalid(spec: SettingSpec, raw: Any, origin: str, problem: InvalidValue) ->
     return ConfigError(str(problem), setting=spec.name, value_shown=f"{origin}{shown}")
 
 
-def _read_settings_file(path: Path) -> dict[str, Any]:
+def _damaged_settings(path: Path, why: str, notices: list[str] | None) -> dict[str, Any]:
+    """Move a damaged settings file aside and say so; the defaults apply (live trading off)."""
+    moved = move_aside(path)
+    notice = (
+        f"The settings file {path} was damaged ({why}); moved to {moved.name}. Started with the default settings "
+        "(live trading off, default risk limits): set them again in the tray"
+    )
+    if notices is not None:  # the caller tells the log (configured after the settings are read) and the tray
+        notices.append(notice)
+    return {}
+
+
+def _read_settings_file(path: Path, notices: list[str] | None = None) -> dict[str, Any]:
+    """Return the settings file's values; a file of bytes ftdesk never writes is moved aside (a typo is refused)."""
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         return {}
+    except UnicodeDecodeError:
+        return _damaged_settings(path, "its bytes are not text", notices)
     except OSError as exc:
         raise ConfigError(f"cannot be read ({exc.strerror})", where=str(path)) from None
     try:
         data = json.loads(text) if text.strip() else {}
+    except RecursionError:
+        return _damaged_settings(path, "it is nested far deeper than any settings file", notices)
     except json.JSONDecodeError as exc:
         reason = f"not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})"
         raise ConfigError(reason, where=str(path)) from None
@@ -447,7 +465,8 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
     data_dir_raw = env.get(DATA_DIR_ENV, "").strip()
     data_dir = Path(data_dir_raw).expanduser() if data_dir_raw else default_data_dir()
     settings_file = data_dir / SETTINGS_FILE_NAME
-    file_values = _read_settings_file(settings_file)
+    notices: list[str] = []
+    file_values = _read_settings_file(settings_file, notices)
 
     unknown = sorted(set(file_values) - set(SETTINGS_BY_NAME))
     if unknown:
@@ -477,7 +496,7 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         except InvalidValue as exc:
             raise _invalid(spec, raw, origin, exc) from None
         sources[spec.name] = source
-    return Settings(data_dir=data_dir, sources=sources, **values)
+    return Settings(data_dir=data_dir, sources=sources, notices=tuple(notices), **values)
 
 
 def validate_setting(name: str, raw: Any) -> Any:

@@ -1,9 +1,16 @@
-"""The data dir's privacy: the dir and everything in it readable by the user alone."""
+"""The data dir's privacy (the dir and everything in it readable by the user alone) and its damaged files.
+
+A damaged file (bytes that are not what ftdesk wrote: binary garbage, a cut or emptied database) is never
+deleted and never silently replaced: it is moved aside under a name saying when (``move_aside``), and its
+owner either starts fresh, saying so, or refuses to start with the command that recovers (``DataDirDamaged``).
+"""
 
 from __future__ import annotations
 
 import os
+import sqlite3
 import stat
+from datetime import UTC, datetime
 from pathlib import Path
 
 DATA_DIR_MODE = 0o700
@@ -51,3 +58,65 @@ def tightened_message(data_dir: Path, tightened: list[str], *, shown: int = 8) -
         f"Data dir {data_dir}: made {len(tightened)} entries readable by this user only "
         f"(files 0600, folders 0700): {names}"
     )
+
+
+DAMAGED_MARK = ".damaged-"
+"""What a damaged file's new name adds to its old one, before the UTC time it was moved aside."""
+SQLITE_COMPANIONS = ("-wal", "-shm", "-journal")
+"""The files SQLite keeps beside a database, moved aside with it."""
+
+
+class DataDirDamaged(Exception):
+    """A data-dir file ftdesk cannot run without is damaged; the message is one line saying what to do."""
+
+
+def move_aside(path: Path, now: datetime | None = None) -> Path:
+    """Rename a damaged file (and SQLite's companions of it) to ``<name>.damaged-<UTC time>``; return the new path.
+
+    Never deletes: the file stays in the data dir for the trader (or support) to look at.
+    """
+    stamp = (now or datetime.now(UTC)).strftime("%Y%m%dT%H%M%SZ")
+    target = path.with_name(f"{path.name}{DAMAGED_MARK}{stamp}")
+    count = 1
+    while target.exists():
+        count += 1
+        target = path.with_name(f"{path.name}{DAMAGED_MARK}{stamp}-{count}")
+    os.replace(path, target)
+    for suffix in SQLITE_COMPANIONS:
+        companion = path.with_name(path.name + suffix)
+        if companion.exists():
+            os.replace(companion, target.with_name(target.name + suffix))
+    return target
+
+
+def damaged_copies(path: Path) -> list[Path]:
+    """Return the damaged copies of a data-dir file that ``move_aside`` left, oldest first."""
+    if not path.parent.is_dir():
+        return []
+    return sorted(p for p in path.parent.glob(f"{path.name}{DAMAGED_MARK}*") if not p.name.endswith(SQLITE_COMPANIONS))
+
+
+def sqlite_damage(path: Path) -> str | None:
+    """Say what is wrong with an existing SQLite database file (empty, cut short, not a database), or None.
+
+    A file that does not exist is not damaged (it will be created). A database ftdesk made is never empty:
+    it is created with its header before it is used, so zero bytes is a file emptied since.
+    """
+    try:
+        size = path.stat().st_size
+    except FileNotFoundError:
+        return None
+    if size == 0:
+        return "it is empty (0 bytes)"
+    try:
+        conn = sqlite3.connect(path)
+    except sqlite3.Error as exc:
+        return f"it cannot be opened as a database ({exc})"
+    try:
+        rows = conn.execute("PRAGMA quick_check").fetchall()
+    except sqlite3.DatabaseError as exc:
+        return f"it is not a whole database ({exc})"
+    finally:
+        conn.close()
+    found = [str(row[0]) for row in rows]
+    return None if found == ["ok"] else f"it is not a whole database ({'; '.join(found[:2])})"

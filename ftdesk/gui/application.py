@@ -28,7 +28,7 @@ from ftdesk.gui.notifications import Notifier
 from ftdesk.gui.safety_watch import SafetyWatch
 from ftdesk.gui.status_window import StatusWindow
 from ftdesk.gui.tray import TrayIcon
-from ftdesk.service.control import ConfigError, LoginItem, PortInUseError, ServiceControl
+from ftdesk.service.control import ConfigError, DataDirDamaged, LoginItem, PortInUseError, ServiceControl
 
 log = logging.getLogger(__name__)
 
@@ -165,6 +165,9 @@ async def serve_with_tray(
         except ConfigError as exc:
             print(f"ftdesk: configuration error: {exc}", file=sys.stderr, flush=True)
             return 2
+        except DataDirDamaged as exc:  # one line, to stderr and the log file
+            log.error("%s", exc)
+            return 3
         status = desktop.bridge.status
         mode = "LIVE TRADING" if status.live else "dry-run"
         face = "tray icon" if desktop.has_tray else "status window (no system tray)"

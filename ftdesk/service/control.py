@@ -25,6 +25,7 @@ from typing import Any, Protocol
 from ftdesk import __version__
 from ftdesk.autostart import LoginItem
 from ftdesk.config import SETTINGS_BY_NAME, ConfigError, Settings, SettingSpec
+from ftdesk.data_dir import DataDirDamaged
 from ftdesk.domain.errors import FtdeskError, StreamingUnavailable
 from ftdesk.domain.events import AccountEvent
 from ftdesk.domain.safety import HaltOutcome, HaltState, SafetyState, TradingHalted
@@ -44,6 +45,7 @@ __all__ = (
     "AccountEventListener",
     "CockpitAccess",
     "ConfigError",
+    "DataDirDamaged",
     "HubState",
     "JournalEntry",
     "LoginItem",

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from keyring.backend import KeyringBackend
 
-from ftdesk.data_dir import DATA_DIR_MODE, DATA_FILE_MODE
+from ftdesk.data_dir import DATA_DIR_MODE, DATA_FILE_MODE, move_aside
 from ftdesk.domain.errors import Conflict, CredentialStoreUnavailable
 
 log = logging.getLogger(__name__)
@@ -115,6 +115,7 @@ class ApiKeyStore:
         self._vault = vault
         self._file = data_dir / API_KEY_FILE_NAME
         self._override = override
+        self.notices: list[str] = []  # one line each: a damaged key file this store moved aside
 
     def load_or_create(self) -> tuple[str, KeySource]:
         """Return the API key and where it lives, generating and storing one on first start."""
@@ -129,9 +130,28 @@ class ApiKeyStore:
             if stored:
                 return stored, KeySource.KEYCHAIN
         elif self._file.exists():
-            stored = self._file.read_text(encoding="utf-8").strip()
+            stored = self._read_file()
             if stored:
                 return stored, KeySource.FILE
+        return None
+
+    def _read_file(self) -> str | None:
+        """Return the key the fallback file keeps; a damaged file is moved aside (None: make a new key)."""
+        try:
+            stored = self._file.read_text(encoding="utf-8").strip()
+        except UnicodeDecodeError:
+            why = "its bytes are not text"
+        else:
+            if not stored or (stored.isprintable() and " " not in stored):
+                return stored or None
+            why = "it holds characters no API key has"
+        moved = move_aside(self._file)
+        notice = (
+            f"The API key file {self._file} was damaged ({why}); moved to {moved.name}. A new API key was made: "
+            "scripts need it (ftdesk --print-api-key)"
+        )
+        log.error("%s", notice)
+        self.notices.append(notice)
         return None
 
     def regenerate(self) -> tuple[str, KeySource]:

@@ -13,7 +13,18 @@ import aiohttp
 import pytest
 from cryptography.fernet import Fernet
 
+from ftdesk.brokers.paper.broker import PaperBroker, paper_db_path
+from ftdesk.brokers.paper.config import PaperConfig
+from ftdesk.domain.clock import SystemClock
 from ftdesk.domain.safety import HaltState
+from ftdesk.service.orders.journal import (
+    JOURNAL_FILE_NAME,
+    JournalAction,
+    JournalDraft,
+    OrderFacts,
+    OrderJournal,
+    Outcome,
+)
 from ftdesk.service.safety.store import SafetyRecord, SafetyStore
 from tests.component.processes import ServiceProcess, free_port, main_py, service_env
 
@@ -134,3 +145,107 @@ async def test_kill_9_during_a_halt_leaves_no_working_order_after_the_restart(tm
                 assert halts[0]["conf_nums"], halts[0]
     finally:
         await restarted.kill()
+
+
+def damaged(path: Path, how: str) -> None:
+    """Damage a data-dir file as a disk, a bad copy or a stray program would."""
+    if how == "binary":
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(bytes(range(256)) * 4)
+    elif how == "deep":
+        path.write_text("[" * 100_000)
+    elif how == "cut":
+        data = path.read_bytes()
+        path.write_bytes(data[: len(data) // 2])
+    elif how == "emptied":
+        path.write_bytes(b"")
+    for companion in ("-wal", "-shm"):  # what a copy of the main file alone leaves
+        path.with_name(path.name + companion).unlink(missing_ok=True)
+
+
+def one_line_about(stderr: str, path: Path) -> str:
+    """Return the one line of the process's stderr about the damaged file, failing on a traceback or a second one."""
+    assert "Traceback" not in stderr, stderr
+    lines = [line for line in stderr.splitlines() if str(path) in line and " ERROR " in line]
+    assert len(lines) == 1, stderr
+    return lines[0]
+
+
+def moved_aside(path: Path) -> list[Path]:
+    return sorted(path.parent.glob(path.name + ".damaged-*"))
+
+
+async def make_paper_world(data_dir: Path) -> None:
+    broker = PaperBroker(PaperConfig(db_path=paper_db_path(data_dir), seed=20261121), SystemClock())
+    await broker.start()
+    await broker.close()
+
+
+@pytest.mark.parametrize(
+    ("name", "how", "says"),
+    [
+        ("safety.json", "binary", "Trading stays halted"),
+        ("safety.json", "deep", "Trading stays halted"),
+        ("settings.json", "binary", "Started with the default settings"),
+        ("settings.json", "deep", "Started with the default settings"),
+        ("api-key", "binary", "A new API key was made"),
+        ("paper/paper.sqlite3", "cut", "Started a fresh paper world"),
+        ("paper/paper.sqlite3", "emptied", "Started a fresh paper world"),
+    ],
+)
+async def test_a_damaged_file_is_moved_aside_named_in_one_line_and_the_service_starts(
+    tmp_path: Path, name: str, how: str, says: str
+) -> None:
+    path = tmp_path / name
+    if name.startswith("paper/"):
+        await make_paper_world(tmp_path)
+    damaged(path, how)
+    kept = path.read_bytes()
+    port = free_port()
+    service = await ServiceProcess.start([*main_py(), "--headless"], service_env(tmp_path, port), port)
+    try:
+        async with aiohttp.ClientSession() as http:
+            api = Api(http, service.base_url, (tmp_path / "api-key").read_text().strip())
+            health = await api.ok("GET", "/health")
+            state = await api.ok("GET", "/safety")
+        assert await service.stop() == 0
+        line = one_line_about(await service.stderr_text(), path)
+    finally:
+        await service.kill()
+    assert "was damaged" in line and says in line, line
+    (copy,) = moved_aside(path)
+    assert copy.name in line and copy.read_bytes() == kept  # moved, never deleted nor changed
+    assert [problem for problem in health["problems"] if copy.name in problem] == [line.split(": ", 1)[1]]
+    assert state["halt"]["halted"] is (name == "safety.json")
+
+
+@pytest.mark.parametrize("how", ["cut", "emptied"])
+async def test_a_damaged_journal_refuses_to_start_with_the_command_that_recovers(tmp_path: Path, how: str) -> None:
+    journal = OrderJournal(tmp_path / JOURNAL_FILE_NAME, SystemClock())
+    journal.open()
+    for n in range(300):
+        journal.record(JournalDraft(f"r{n}", "test", JournalAction.PREVIEW, None, OrderFacts(), "h"), Outcome.ACCEPTED)
+    journal.close()
+    path = tmp_path / JOURNAL_FILE_NAME
+    damaged(path, how)
+    kept = path.read_bytes()
+
+    for attempt in ("first", "second"):  # the next start refuses too: the journal is never silently replaced
+        port = free_port()
+        refused = await ServiceProcess.start([*main_py(), "--headless"], service_env(tmp_path, port), port, ready=False)
+        assert await asyncio.wait_for(refused.proc.wait(), 20) == 3, attempt
+        stderr = (await refused.proc.stderr.read()).decode() if refused.proc.stderr else ""
+        line = one_line_about(stderr, path)
+        assert "ftdesk never trades without its journal" in line and "ftdesk --new-journal" in line, line
+    (copy,) = moved_aside(path)
+    assert copy.read_bytes() == kept and not path.exists()
+
+    recovered = await asyncio.create_subprocess_exec(
+        *main_py(), "--new-journal", env=service_env(tmp_path, free_port()), stdout=asyncio.subprocess.PIPE
+    )
+    out, _ = await recovered.communicate()
+    assert recovered.returncode == 0 and copy.name in out.decode()
+    port = free_port()
+    service = await ServiceProcess.start([*main_py(), "--headless"], service_env(tmp_path, port), port)
+    await service.kill()
+    assert moved_aside(path) == [copy]

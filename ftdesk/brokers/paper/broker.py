@@ -93,7 +93,11 @@ class PaperBroker:
         self.config = config
         self.clock = clock
         self._given_market = market
-        self.store = PaperStore(config.db_path, schemas=[LEDGER_SCHEMA, ENGINE_SCHEMA, USERDATA_SCHEMA, ALERTS_SCHEMA])
+        self.store = PaperStore(
+            config.db_path,
+            schemas=[LEDGER_SCHEMA, ENGINE_SCHEMA, USERDATA_SCHEMA, ALERTS_SCHEMA],
+            on_damaged=config.on_damaged,
+        )
         self._session = PaperSession(config, clock)
         self._gate: SessionGate = gate or self._session
         self.bus = EventBus()

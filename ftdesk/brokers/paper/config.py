@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 
@@ -21,3 +22,5 @@ class PaperConfig:
     """Seconds a session lives without keep-alive; 0 means it never expires."""
     tick_interval: float = 1.0
     """Seconds between simulated market ticks for subscribed symbols and working orders."""
+    on_damaged: Callable[[str], None] | None = field(default=None, compare=False)
+    """Told, in one line, when a damaged world was moved aside and a fresh one started (for the tray)."""

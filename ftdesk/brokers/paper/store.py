@@ -7,14 +7,18 @@ drop the last ones), and a transaction that was not committed leaves no trace.
 
 from __future__ import annotations
 
+import logging
 import os
 import sqlite3
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from ftdesk.data_dir import move_aside, sqlite_damage
 from ftdesk.domain.errors import InternalError
+
+log = logging.getLogger(__name__)
 
 _META_SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (
@@ -27,15 +31,33 @@ CREATE TABLE IF NOT EXISTS meta (
 class PaperStore:
     """A SQLite database holding everything a paper user creates or changes."""
 
-    def __init__(self, path: Path, schemas: Sequence[str] = ()) -> None:
+    def __init__(
+        self, path: Path, schemas: Sequence[str] = (), *, on_damaged: Callable[[str], None] | None = None
+    ) -> None:
         self.path = path
         self._schemas = [_META_SCHEMA, *schemas]
         self._conn: sqlite3.Connection | None = None
         self._depth = 0
+        self._on_damaged = on_damaged
 
     def open(self) -> None:
-        """Open (creating if needed) the database and its tables."""
+        """Open (creating if needed) the database and its tables.
+
+        A damaged world (emptied, cut short, not a database) is moved aside, never deleted, and a fresh one is
+        created in its place, saying so (the log, and ``on_damaged`` for the tray): a paper world is simulated
+        money, so starting over is safe, and its orders and notes stay in the moved file.
+        """
         self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        damage = sqlite_damage(self.path)
+        if damage is not None:
+            moved = move_aside(self.path)
+            notice = (
+                f"The paper world {self.path} was damaged ({damage}); moved to {moved.name}. "
+                "Started a fresh paper world (new accounts, no orders)"
+            )
+            log.error("%s", notice)
+            if self._on_damaged is not None:
+                self._on_damaged(notice)
         # Created 0600 before SQLite opens it: SQLite gives its -wal, -shm and -journal files the database's mode.
         os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT, 0o600))
         conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)

@@ -34,7 +34,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from ftdesk.data_dir import DATA_DIR_MODE, DATA_FILE_MODE
+from ftdesk.data_dir import DATA_DIR_MODE, DATA_FILE_MODE, DataDirDamaged, damaged_copies, move_aside, sqlite_damage
 from ftdesk.domain.clock import Clock
 
 log = logging.getLogger(__name__)
@@ -226,6 +226,54 @@ class JournalClosed(RuntimeError):
     """The journal is not open."""
 
 
+NEW_JOURNAL_COMMAND = "ftdesk --new-journal"
+"""Starts a new, empty order journal after the old one was found damaged (the damaged copy is kept)."""
+
+
+def _refusal(path: Path, what: str) -> DataDirDamaged:
+    return DataDirDamaged(
+        f"The order journal {path} {what}. ftdesk never trades without its journal, so it did not start: check "
+        f"your open orders at the broker, then start a new journal with: {NEW_JOURNAL_COMMAND} "
+        "(the damaged copy stays where it is)"
+    )
+
+
+def create_journal(path: Path) -> None:
+    """Create an empty journal with its tables; a journal that exists is left as it is.
+
+    Made under a temporary name and renamed into place, so a journal file is never empty: an empty one at
+    ``path`` is one that was emptied since, i.e. damaged.
+    """
+    if path.exists():
+        return
+    path.parent.mkdir(mode=DATA_DIR_MODE, parents=True, exist_ok=True)
+    building = path.with_name(path.name + ".new")
+    for stale in (building, *(building.with_name(building.name + s) for s in ("-wal", "-shm", "-journal"))):
+        stale.unlink(missing_ok=True)
+    os.close(os.open(building, os.O_WRONLY | os.O_CREAT | os.O_EXCL, DATA_FILE_MODE))
+    conn = sqlite3.connect(building, isolation_level=None)
+    try:
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.executescript(_SCHEMA)
+        conn.execute(f"PRAGMA user_version={_SCHEMA_VERSION}")
+    finally:
+        conn.close()
+    os.replace(building, path)
+
+
+def start_new_journal(path: Path) -> str:
+    """Create a new journal after a damaged one was moved aside (``ftdesk --new-journal``); return what it did."""
+    copies = damaged_copies(path)
+    if path.exists():
+        damage = sqlite_damage(path)
+        if damage is None:
+            return f"The order journal {path} is whole; nothing to do"
+        copies.append(move_aside(path))
+    create_journal(path)
+    kept = ", ".join(copy.name for copy in copies) or "none"
+    return f"Started a new order journal at {path}; damaged copies kept beside it: {kept}"
+
+
 class OrderJournal:
     """The SQLite order journal and Idempotency-Key store (blocking: call it through ``asyncio.to_thread``)."""
 
@@ -242,9 +290,9 @@ class OrderJournal:
         with self._lock:
             if self._conn is not None:
                 return 0
-            self.path.parent.mkdir(mode=DATA_DIR_MODE, parents=True, exist_ok=True)
+            self._check_whole()
             # Created 0600 before SQLite opens it: SQLite gives its -wal, -shm and -journal files the database's mode.
-            os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT, DATA_FILE_MODE))
+            create_journal(self.path)
             conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
             conn.row_factory = sqlite3.Row
             try:
@@ -275,6 +323,18 @@ class OrderJournal:
                 "Order journal: %d order action(s) were in flight when the service stopped; marked 'unknown'", unknown
             )
         return int(unknown)
+
+    def _check_whole(self) -> None:
+        """Refuse a damaged journal (moved aside, never replaced) and a missing one whose damaged copy is here.
+
+        The refusal is one line the caller tells (stderr and the log) as the start fails.
+        """
+        damage = sqlite_damage(self.path)
+        if damage is not None:
+            moved = move_aside(self.path)
+            raise _refusal(self.path, f"was damaged ({damage}); it was moved to {moved.name}")
+        if not self.path.exists() and (copies := damaged_copies(self.path)):
+            raise _refusal(self.path, f"is missing and its damaged copy {copies[-1].name} is beside it")
 
     def close(self) -> None:
         """Close the journal; idempotent."""

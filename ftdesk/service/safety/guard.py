@@ -105,7 +105,7 @@ class SafetyGuard:
         """
         existed = await asyncio.to_thread(store.path.exists)
         record = await asyncio.to_thread(store.load, clock.now())
-        problems: list[str] = []
+        problems: list[str] = list(store.notices)
         try:
             journaled = await asyncio.to_thread(journal.last_halt)
         except Exception:  # the journal is open and was just read by the desk: this is not expected

@@ -17,7 +17,7 @@ from datetime import date, datetime
 from pathlib import Path
 from typing import Any
 
-from ftdesk.data_dir import DATA_DIR_MODE, DATA_FILE_MODE
+from ftdesk.data_dir import DATA_DIR_MODE, DATA_FILE_MODE, move_aside
 from ftdesk.domain.safety import HaltState, LiveSwitchChange
 
 log = logging.getLogger(__name__)
@@ -48,13 +48,20 @@ class SafetyStore:
 
     def __init__(self, data_dir: Path) -> None:
         self.path = data_dir / SAFETY_FILE_NAME
+        self.notices: list[str] = []  # one line each: a damaged file this store moved aside
 
     def load(self, now: datetime) -> SafetyRecord:
-        """Return the stored record; nothing stored is not halted, an unreadable file is halted."""
+        """Return the stored record; nothing stored is not halted, an unreadable file is halted.
+
+        A file that is not what ftdesk writes (bytes that are not UTF-8, nesting no record has, a document of
+        another shape) is moved aside (``<name>.damaged-<time>``) and named in ``notices`` and the log.
+        """
         try:
             text = self.path.read_text(encoding="utf-8")
         except FileNotFoundError:
             return SafetyRecord()
+        except UnicodeDecodeError:
+            return self._damaged(now, "its bytes are not text")
         except OSError as exc:
             return _unreadable(now, f"the safety file could not be read ({exc.strerror})")
         try:
@@ -66,9 +73,24 @@ class SafetyStore:
                 last_live_change=LiveSwitchChange.model_validate(live) if live else None,
                 loss_halted=tuple((str(a), date.fromisoformat(str(d))) for a, d in raw.get("loss_halted", [])),
             )
+        except RecursionError:
+            return self._damaged(now, "it is nested far deeper than a safety record")
         except (ValueError, KeyError, TypeError) as exc:
-            log.error("The safety file %s is unreadable (%s): trading stays halted", self.path, type(exc).__name__)
-            return _unreadable(now, "the safety file was unreadable")
+            return self._damaged(now, f"it is not a safety record ({type(exc).__name__})")
+
+    def _damaged(self, now: datetime, why: str) -> SafetyRecord:
+        """Move the damaged file aside, say so once, and read it as halted."""
+        try:
+            moved = f"moved to {move_aside(self.path, now).name}"
+        except OSError as exc:
+            moved = f"could not be moved aside ({exc.strerror})"
+        notice = (
+            f"The safety file {self.path} was damaged ({why}); {moved}. Trading stays halted until the trader "
+            "resumes (tray, or POST /api/v1/safety/resume)"
+        )
+        log.error("%s", notice)
+        self.notices.append(notice)
+        return _unreadable(now, f"the safety file was damaged ({why}) and {moved}")
 
     def save(self, record: SafetyRecord) -> None:
         """Replace the stored record atomically (0600)."""
