@@ -33,6 +33,7 @@ from ftdesk.logs import SecretRedactor, configure_logging, log_dir
 from ftdesk.service.context import DesktopWindow, ServiceContext
 from ftdesk.service.control import ServiceControl, ServiceNotRunning
 from ftdesk.service.credentials import CredentialStore
+from ftdesk.service.first_run import note_headless_start
 from ftdesk.service.keys import ApiKeyStore, SecretVault
 from ftdesk.service.orders.desk import OrderDesk
 from ftdesk.service.orders.journal import JOURNAL_FILE_NAME, OrderJournal, start_new_journal
@@ -438,6 +439,10 @@ def freeze_imported_objects() -> None:
 
 def run_headless(settings: Settings, redactor: SecretRedactor) -> int:
     """Run the service on a plain asyncio loop (no Qt import) until a stop signal."""
+    try:
+        note_headless_start(settings.data_dir)  # before serving: serving creates the journal
+    except OSError as exc:  # the welcome is a courtesy: a data dir that refuses the mark must not stop the service
+        log.warning("Could not note the first start in %s: %s", settings.data_dir, exc.strerror or exc)
     freeze_imported_objects()
     return asyncio.run(serve_until_stopped(settings, redactor))
 

@@ -33,6 +33,8 @@ async def test_serves_then_exits_0_and_releases_the_port(tmp_path: Path, sig: in
         assert status == 200 and body["data"]["service"] == "ftdesk"
         assert await service.stop(sig) == 0
         assert port_is_free(port)
+        # A first start with no window: the first tray start here will still show the welcome.
+        assert (tmp_path / "welcome-pending").is_file()
     finally:
         await service.kill()
 

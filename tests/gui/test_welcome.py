@@ -14,7 +14,7 @@ from PySide6.QtWidgets import QLabel, QLineEdit, QPlainTextEdit, QPushButton
 from ftdesk.gui.icons import TrayLook
 from ftdesk.gui.login_dialog import LoginDialog
 from ftdesk.gui.welcome import KEY_PLACEHOLDER, WelcomeDialog
-from ftdesk.service.first_run import welcome_mark
+from ftdesk.service.first_run import WELCOME_PENDING_NAME, note_headless_start, welcome_mark
 from tests.fakes.waiting import wait_until
 from tests.gui.desktop_rig import Desktop
 
@@ -227,3 +227,32 @@ async def test_it_tells_the_truth_when_the_environment_turns_live_trading_on(mak
     desktop = await make_desktop(welcome_seen=False, FTSERVICE_LIVE_TRADING="true")
     text = welcome_of(desktop).mode_label.text()
     assert "live trading is ON" in text and "live trading is off" not in text
+
+
+async def test_a_first_start_that_was_headless_leaves_the_welcome_for_the_first_tray_start(make_desktop) -> None:
+    # The README's first command over SSH: headless, the journal made; the tray later still welcomes, once.
+    headless = await make_desktop()  # only for its data dir; the mark it was given goes below
+    data_dir = headless.settings().data_dir
+    await headless.app.shutdown()
+    welcome_mark(data_dir).unlink()
+    for name in ("journal.sqlite3", WELCOME_PENDING_NAME):
+        (data_dir / name).unlink(missing_ok=True)
+    note_headless_start(data_dir)  # what `ftdesk --headless` does before it serves, on a fresh data dir
+    (data_dir / "journal.sqlite3").touch()  # and serving leaves the journal behind
+    pending = data_dir / WELCOME_PENDING_NAME
+    assert pending.exists() and stat.S_IMODE(pending.stat().st_mode) == 0o600
+
+    tray = await make_desktop(welcome_seen=False)
+    welcome_of(tray).close_button.click()
+    await wait_until(lambda: welcome_mark(data_dir).exists() and not pending.exists())
+    await tray.app.shutdown()
+    again = await make_desktop(welcome_seen=False)
+    assert again.app.actions.welcome_dialog is None
+
+
+async def test_a_headless_start_after_the_first_leaves_nothing_pending(make_desktop) -> None:
+    earlier = await make_desktop()  # the welcome seen, the journal made
+    data_dir = earlier.settings().data_dir
+    await earlier.app.shutdown()
+    note_headless_start(data_dir)
+    assert not (data_dir / WELCOME_PENDING_NAME).exists()
