@@ -14,7 +14,7 @@ import gc
 import logging
 import signal
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -30,24 +30,20 @@ from ftdesk.data_dir import DataDirDamaged, secure_data_dir, tightened_message
 from ftdesk.domain.clock import Clock, SystemClock
 from ftdesk.domain.session import SessionState
 from ftdesk.logs import SecretRedactor, configure_logging, log_dir
+from ftdesk.service import runtime_parts as parts
 from ftdesk.service.context import DesktopWindow, ServiceContext
 from ftdesk.service.control import ServiceControl, ServiceNotRunning
 from ftdesk.service.credentials import CredentialStore
 from ftdesk.service.first_run import note_headless_start
 from ftdesk.service.keys import ApiKeyStore, SecretVault
 from ftdesk.service.orders.desk import OrderDesk
-from ftdesk.service.orders.journal import JOURNAL_FILE_NAME, OrderJournal, start_new_journal
+from ftdesk.service.orders.journal import JOURNAL_FILE_NAME, start_new_journal
 from ftdesk.service.orders.previews import PreviewBook
-from ftdesk.service.orders.recorder import OrderRecorder, PlacesInFlight
+from ftdesk.service.orders.recorder import PlacesInFlight
 from ftdesk.service.push.responses import StreamRegistry
 from ftdesk.service.push.state import StreamingOptions
 from ftdesk.service.routes import route_tables
-from ftdesk.service.safety.guard import SafetyGuard
-from ftdesk.service.safety.loss_watch import LossWatch
-from ftdesk.service.safety.reads import BrokerReads
-from ftdesk.service.safety.store import SafetyStore
 from ftdesk.service.safety.sweep import KillSwitch, RestartSweep
-from ftdesk.service.session import SessionManager
 from ftdesk.service.switches import LiveTradingSwitch, SettingsHolder
 from ftdesk.service.web.app import create_web_app
 from ftdesk.service.web.routing import RouteTable
@@ -57,6 +53,8 @@ from ftdesk.streaming.hub import QuoteHub
 from ftdesk.streaming.tap import HubQuoteTap
 
 if TYPE_CHECKING:
+    from aiohttp import web
+
     from ftdesk.brokers.fidelity.broker import FidelityBroker
 
 log = logging.getLogger("ftdesk")
@@ -184,7 +182,15 @@ class ServiceRuntime:
         return context
 
     async def _acquire(self, resources: contextlib.AsyncExitStack) -> ServiceContext:
-        settings, clock, live, holder = self.settings, self.clock, self.live, self.settings_holder
+        """Start the parts in order, each a small context manager on the stack: released in reverse at stop.
+
+        Entered (and started) in this order: journal, broker, session, safety guard, restart sweep, loss watch,
+        server, and last the two stream hubs. So at stop the hubs close first (their consumers end, and every
+        SSE and WebSocket handler they feed returns by itself, so the server's stop waits on no open stream),
+        then the server, the guard's parts, the session, the broker, and last the journal, so an order action in
+        flight is still recorded.
+        """
+        settings, clock, live, holder, broker = self.settings, self.clock, self.live, self.settings_holder, self.broker
         vault = SecretVault(self._keyring_backend)
         key_store = ApiKeyStore(vault, settings.data_dir, settings.api_key)
         # keyring may talk to D-Bus and the fallback touches the disk: keep both off the event loop.
@@ -193,66 +199,46 @@ class ServiceRuntime:
         self.redactor.add(api_key)
         self._key_store = key_store
         credentials = CredentialStore(vault, settings.data_dir, settings.encryption_key)
-        # The journal opens first and closes last: rows a crashed run left 'pending' become 'unknown' before any
-        # new order, and an order action in flight at stop is still recorded.
-        recorder = OrderRecorder(OrderJournal(settings.data_dir / JOURNAL_FILE_NAME, clock))
-        await recorder.open()
-        resources.push_async_callback(recorder.close)
-        # Which market this run trades on ("paper on Fidelity's market"...), journaled when it changed.
-        paper_on_fidelity = settings.broker == "paper" and settings.paper_market == "fidelity"
-        await asyncio.to_thread(recorder.journal.note_market, settings.trading_mode, first=paper_on_fidelity)
-        # Registered before the start: a start that fails half-way may have opened part of the broker already,
-        # and closing a broker that never started is safe.
-        resources.push_async_callback(self.broker.close)
-        await self.broker.start()
-        session = SessionManager(
-            self.broker,
-            clock,
-            credentials,
-            keepalive_interval=settings.session_keepalive_interval,
-            auto_reauth=settings.auto_reauth,
-            live_trading=lambda: live.enabled,
+        recorder = await resources.enter_async_context(parts.order_journal(settings, clock))
+        await resources.enter_async_context(parts.started_broker(broker))
+        session = await resources.enter_async_context(parts.brokerage_session(broker, clock, credentials, holder, live))
+        # Built now (what reads quotes needs them), run last (below) so they close first.
+        quotes = QuoteHub(
+            broker.quote_feed, clock, unsubscribe_delay=settings.unsubscribe_delay, backoff=settings.stream_backoff
         )
-        resources.push_async_callback(session.close)
-        resources.callback(holder.add_listener(session.follow_settings))
-        await session.refresh_credentials_flag()
-        quotes = await resources.enter_async_context(_quote_hub(self.broker, clock, settings, session))
+        # Ids start at the wall time of this start, so a Last-Event-ID from an earlier run is never taken for one of
+        # this run.
+        events = AccountEventHub(
+            broker.account_events,
+            clock,
+            backoff=settings.stream_backoff,
+            source=broker.name,
+            fallback=broker.event_fallback,
+            first_id=first_event_id(clock.now()),
+        )
         # The class is imported only when a run builds that broker: until then no broker can be one.
         on_fidelity = sys.modules.get("ftdesk.brokers.paper_on_fidelity.broker")
-        if on_fidelity is not None and isinstance(self.broker, on_fidelity.PaperOnFidelityBroker):
+        if on_fidelity is not None and isinstance(broker, on_fidelity.PaperOnFidelityBroker):
             # Paper orders fill on the quotes of the service's one MDDS connection, as they arrive.
             tap = HubQuoteTap(quotes)
             resources.push_async_callback(tap.close)
-            self.broker.attach_live_quotes(tap)
-        events = await resources.enter_async_context(_event_hub(self.broker, clock, settings, session))
-        # The kill switch's state comes back from the data dir before the server opens: a halted run stays halted.
-        # The guard reads the broker for the risk limits through its own reads, inside the session.
-        safety = await SafetyGuard.open(
-            SafetyStore(settings.data_dir),
-            recorder.journal,
-            clock,
-            settings=holder,
-            reads=BrokerReads(session, quotes, clock),
+            broker.attach_live_quotes(tap)
+        safety = await resources.enter_async_context(
+            parts.safety_guard(settings, recorder, clock, holder, session, quotes, self.problems)
         )
-        resources.push_async_callback(safety.close)
-        safety.problems[:0] = self.problems
         resources.callback(live.add_listener(safety.live_changed))  # every switch of live trading is audited
         in_flight = PlacesInFlight()
         kill_switch = KillSwitch(safety, live, session, recorder, in_flight)
-        sweep = self._sweep = RestartSweep(safety, kill_switch)  # requests wait while a halted run sweeps
-        resources.push_async_callback(sweep.close)
-        resources.callback(session.add_listener(lambda state: sweep.session_changed(state is SessionState.LOGGED_IN)))
+        self._sweep = await resources.enter_async_context(parts.restart_sweep(safety, kill_switch, session))
         orders = OrderDesk(recorder, PreviewBook(clock), safety, kill_switch, live, session, in_flight, holder)
-        loss_watch = LossWatch(safety, kill_switch, clock)
-        loss_watch.start()
-        resources.push_async_callback(loss_watch.close)
+        await resources.enter_async_context(parts.loss_watch(safety, kill_switch, clock))
         context = ServiceContext(
             settings_holder=holder,
             api_key=api_key,
             key_source=key_source,
             clock=clock,
             version=__version__,
-            broker=self.broker,
+            broker=broker,
             live=live,
             session=session,
             credentials=credentials,
@@ -267,20 +253,22 @@ class ServiceRuntime:
         app = create_web_app(
             context, route_tables() + self._extra_tables, streaming=self._streaming, window=self._window
         )
-        server = ServiceServer(app, settings.host, settings.port)
-        await server.start()  # a refused bind has released the socket itself
-        resources.push_async_callback(self._stop_server, server)
-        # Released last-in first-out, so this runs first at stop: the hubs end their consumers, the SSE and
-        # WebSocket handlers they feed finish on their own, and the server's stop does not wait on open
-        # streams. Then the server, the guard, the session, the broker, and last the journal.
-        resources.push_async_callback(_close_all, quotes.close, events.close)
-        self.server = server
+        self.server = await resources.enter_async_context(self._serving(app))
+        await resources.enter_async_context(parts.following_session(quotes, session))
+        await resources.enter_async_context(parts.following_session(events, session))
         self.context = context
         return context
 
-    async def _stop_server(self, server: ServiceServer) -> None:
-        self.server = None
-        await server.stop()
+    @contextlib.asynccontextmanager
+    async def _serving(self, app: web.Application) -> AsyncIterator[ServiceServer]:
+        """Bind the port and serve the app (``PortInUseError`` if taken); stop serving on the way out."""
+        server = ServiceServer(app, self.settings.host, self.settings.port)
+        await server.start()  # a refused bind has released the socket itself
+        try:
+            yield server
+        finally:
+            self.server = None
+            await server.stop()
 
     async def regenerate_api_key(self) -> None:
         """Store a new API key (off the loop); it takes effect when the service next starts."""
@@ -301,60 +289,6 @@ class ServiceRuntime:
         resources, self._resources = self._resources, None
         if resources is not None:
             await resources.aclose()
-
-
-@contextlib.asynccontextmanager
-async def _quote_hub(
-    broker: Broker, clock: Clock, settings: Settings, session: SessionManager
-) -> AsyncIterator[QuoteHub]:
-    """Run the one upstream quote connection every stream shares; it follows the session (open when logged in)."""
-    quotes = QuoteHub(
-        broker.quote_feed, clock, unsubscribe_delay=settings.unsubscribe_delay, backoff=settings.stream_backoff
-    )
-    await quotes.start()
-    try:
-        quotes.set_session_active(session.state is SessionState.LOGGED_IN)
-        unsubscribe = session.add_listener(lambda state: quotes.set_session_active(state is SessionState.LOGGED_IN))
-        try:
-            yield quotes
-        finally:
-            unsubscribe()
-    finally:
-        await quotes.close()
-
-
-@contextlib.asynccontextmanager
-async def _event_hub(
-    broker: Broker, clock: Clock, settings: Settings, session: SessionManager
-) -> AsyncIterator[AccountEventHub]:
-    """Run the one upstream account-event connection, likewise open while logged in (when the feed can run).
-
-    Its ids start at the wall time of this start, so a script's Last-Event-ID from an earlier run is never taken
-    for an id of this one.
-    """
-    events = AccountEventHub(
-        broker.account_events,
-        clock,
-        backoff=settings.stream_backoff,
-        source=broker.name,
-        fallback=broker.event_fallback,
-        first_id=first_event_id(clock.now()),
-    )
-    await events.start()
-    try:
-        events.set_session_active(session.state is SessionState.LOGGED_IN)
-        unsubscribe = session.add_listener(lambda state: events.set_session_active(state is SessionState.LOGGED_IN))
-        try:
-            yield events
-        finally:
-            unsubscribe()
-    finally:
-        await events.close()
-
-
-async def _close_all(*closers: Callable[[], Awaitable[None]]) -> None:
-    for close in closers:
-        await close()
 
 
 def _install_stop_signals(loop: asyncio.AbstractEventLoop, stop: asyncio.Event) -> None:

@@ -18,7 +18,7 @@ import asyncio
 import dataclasses
 import logging
 import uuid
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -97,15 +97,17 @@ class SafetyGuard:
         *,
         settings: SettingsHolder | None = None,
         reads: BrokerReads | None = None,
+        known_problems: Sequence[str] = (),
     ) -> SafetyGuard:
         """Read the halt from both its copies (off the loop) and return the guard in the state they keep.
 
         The safety file and the journal's last halt or resume row each keep the halt: either one saying halted
-        keeps trading halted, and a safety file gone missing after a halt is reported (log, tray, /health).
+        keeps trading halted, and a safety file gone missing after a halt is reported (log, tray, /health), after
+        the ``known_problems`` of the data dir found before it (damaged files moved aside).
         """
         existed = await asyncio.to_thread(store.path.exists)
         record = await asyncio.to_thread(store.load, clock.now())
-        problems: list[str] = list(store.notices)
+        problems: list[str] = [*known_problems, *store.notices]
         try:
             journaled = await asyncio.to_thread(journal.last_halt)
         except Exception:  # the journal is open and was just read by the desk: this is not expected
