@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from ftdesk.app import main
+from ftdesk.cli.entry import main
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -4,6 +4,6 @@ from __future__ import annotations
 
 import sys
 
-from ftdesk.app import main
+from ftdesk.cli.entry import main
 
 sys.exit(main())

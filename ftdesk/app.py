@@ -509,7 +509,8 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         prog="ftdesk",
         description="Your brokerage account behind a local REST, SSE and WebSocket API on 127.0.0.1:8787.",
         epilog="Settings come from FTSERVICE_* environment variables and settings.json in the data dir "
-        "(see the README).",
+        "(see the README). Subcommands talk to the running service: ftdesk quote|positions|balances|orders|chain|"
+        "status|buy|sell|short|cover|cancel|halt|resume|stream (ftdesk quote --help; docs/cli.md).",
     )
     parser.add_argument("--headless", action="store_true", help="serve the API without the tray (no display needed)")
     parser.add_argument("--print-api-key", action="store_true", help="print the API key and exit")

@@ -9,6 +9,7 @@ from collections.abc import AsyncGenerator, Awaitable, Callable, Hashable, Mappi
 from datetime import date
 from types import TracebackType
 from typing import Any, Self, TypeVar, cast
+from urllib.parse import quote
 
 import aiohttp
 from pydantic import TypeAdapter
@@ -31,7 +32,7 @@ from ftdesk.client.orders import (
     print_preview,
 )
 from ftdesk.domain.accounts import Account, Balance, Position, Transaction
-from ftdesk.domain.market import OrderBook, Quote
+from ftdesk.domain.market import OptionChain, OrderBook, Quote
 from ftdesk.domain.orders import (
     CancelPreview,
     CancelResult,
@@ -41,6 +42,7 @@ from ftdesk.domain.orders import (
     OrderPlacement,
     OrderPreview,
 )
+from ftdesk.domain.research import AutosuggestResult
 from ftdesk.domain.safety import HaltOutcome, HaltState, SafetyState
 
 T = TypeVar("T")
@@ -509,6 +511,14 @@ class AsyncClient:
         return parse_answer(QuotesAnswer, await self.request("GET", "/market-data/quotes", params=params))
 
     # --- streams ----------------------------------------------------------------------------------------------
+
+    async def get_option_chain(self, symbol: str) -> OptionChain:
+        """Return every listed call and put of an underlying: expirations nearest first, strikes ascending."""
+        return parse_answer(OptionChain, await self.request("GET", f"/market-data/chain/{quote(symbol, safe='')}"))
+
+    async def search_symbols(self, text: str) -> AutosuggestResult:
+        """Return symbols matching ``text`` as a symbol or name prefix, best match first."""
+        return parse_answer(AutosuggestResult, await self.request("GET", "/research/search", params={"q": text}))
 
     def _backoff(self) -> Backoff:
         return Backoff(self._reconnect_delays)

@@ -20,7 +20,7 @@ from ftdesk.client.backoff import DEFAULT_RECONNECT_DELAYS, Backoff
 from ftdesk.client.models import EventFrame, Health, QuotesAnswer, SessionStatus
 from ftdesk.client.orders import MultiLegPreview, OptionPreview, Show, print_preview
 from ftdesk.domain.accounts import Account, Balance, Position, Transaction
-from ftdesk.domain.market import OrderBook, Quote
+from ftdesk.domain.market import OptionChain, OrderBook, Quote
 from ftdesk.domain.orders import (
     CancelPreview,
     CancelResult,
@@ -30,6 +30,7 @@ from ftdesk.domain.orders import (
     OrderPlacement,
     OrderPreview,
 )
+from ftdesk.domain.research import AutosuggestResult
 from ftdesk.domain.safety import HaltOutcome, HaltState, SafetyState
 
 T = TypeVar("T")
@@ -552,6 +553,14 @@ class Client:
     def get_quotes(self, symbols: Sequence[str]) -> QuotesAnswer:
         """Return the latest quote of each symbol without opening a stream."""
         return self._run(self._async.get_quotes(symbols))
+
+    def get_option_chain(self, symbol: str) -> OptionChain:
+        """Return every listed call and put of an underlying: expirations nearest first, strikes ascending."""
+        return self._run(self._async.get_option_chain(symbol))
+
+    def search_symbols(self, text: str) -> AutosuggestResult:
+        """Return symbols matching ``text`` as a symbol or name prefix, best match first."""
+        return self._run(self._async.search_symbols(text))
 
     def stream_quotes(self, symbols: Sequence[str], *, depth: bool = False) -> StreamIterator[Quote | OrderBook]:
         """Iterate over live quotes (SSE); reconnects by itself. Use ``with`` or ``close()`` to stop."""

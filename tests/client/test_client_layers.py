@@ -93,6 +93,8 @@ CLIENT_OPERATIONS = (
     ("resume", "post", "/api/v1/safety/resume"),
     ("get_safety", "get", "/api/v1/safety"),
     ("get_quotes", "get", "/api/v1/market-data/quotes"),
+    ("get_option_chain", "get", "/api/v1/market-data/chain/{symbol}"),
+    ("search_symbols", "get", "/api/v1/research/search"),
     ("stream_quotes", "get", "/api/v1/streaming/quotes"),
     ("stream_events", "get", "/api/v1/streaming/events"),
 )
