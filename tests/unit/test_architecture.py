@@ -485,3 +485,33 @@ def test_the_route_import_scan_sees_an_importer() -> None:
         "ftdesk.service.routes.orders": {"ftdesk.service.routes.common"},
     }
     assert route_importers(graph) == ["ftdesk.service.docs.asyncapi imports ftdesk.service.routes.streaming_ws"]
+
+
+# --- the architecture document names files that exist ---------------------------------------------------------
+
+ARCHITECTURE_DOC = PACKAGE.parent / "docs" / "architecture.md"
+_DOC_PATH = re.compile(r"`([\w./-]+/[\w.-]*)`")
+
+
+def missing_doc_paths(text: str, root: Path) -> list[str]:
+    """Return the backticked paths of a document (``a/b.py``, ``a/b/``) found neither in the repo nor the package."""
+    missing = []
+    for found in dict.fromkeys(_DOC_PATH.findall(text)):
+        path = found.rstrip("/")
+        if path.startswith(("/", "http")) or not (path.endswith(".py") or found.endswith("/")):
+            continue  # an endpoint or a URL, not a file
+        bases = (root, root / "ftdesk", root / "ftdesk" / "service", root / "ftdesk" / "brokers")
+        if not any((base / path).exists() for base in bases):
+            missing.append(found)
+    return missing
+
+
+def test_the_architecture_document_names_only_files_that_exist() -> None:
+    assert missing_doc_paths(ARCHITECTURE_DOC.read_text(encoding="utf-8"), PACKAGE.parent) == []
+
+
+def test_the_document_path_scan_sees_a_moved_file(tmp_path: Path) -> None:
+    (tmp_path / "ftdesk" / "service" / "orders").mkdir(parents=True)
+    (tmp_path / "ftdesk" / "service" / "orders" / "desk.py").write_text("")
+    text = "`service/orders/desk.py`, `orders/desk.py`, `orders_desk.py`, `service/orders_desk.py`, `/api/v1/x`"
+    assert missing_doc_paths(text, tmp_path) == ["service/orders_desk.py"]
