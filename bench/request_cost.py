@@ -8,7 +8,9 @@ The bare app is a second process: plain aiohttp, no middleware, no access log, a
 ``/api/v1/health`` and ``/api/v1/accounts/{acct}/positions`` with the bytes ftdesk served just before. wrk
 drives one endpoint of one server at a time, and the rounds alternate bare and ftdesk, so both see the
 same machine load; the load average is printed with every figure. Prints requests/s per run and the ratio
-ftdesk/bare of the rounds' medians. Needs ``wrk`` on the PATH (Debian: ``apt-get install wrk``).
+ftdesk/bare of the rounds' medians, and each server's CPU time per request (from /proc, so Linux only):
+on a machine busy with other work the CPU ratio is the steadier figure. Needs ``wrk`` on the PATH (Debian:
+``apt-get install wrk``).
 """
 
 from __future__ import annotations
@@ -84,8 +86,14 @@ def wait_up(url: str, process: subprocess.Popen) -> None:
     raise SystemExit(f"{url} did not answer in 60 s")
 
 
-def wrk(url: str, seconds: int, connections: int) -> float:
-    """Run wrk against ``url``; return requests/s (non-2xx answers abort the bench)."""
+def cpu_seconds(pid: int) -> float:
+    """Return the CPU time (user + system) a process has used so far, from /proc."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def wrk(url: str, seconds: int, connections: int) -> tuple[float, int]:
+    """Run wrk against ``url``; return requests/s and requests (non-2xx answers abort the bench)."""
     out = subprocess.run(
         ["wrk", "-t1", f"-c{connections}", f"-d{seconds}s", "-H", f"Authorization: Bearer {API_KEY}", url],
         check=True,
@@ -95,9 +103,10 @@ def wrk(url: str, seconds: int, connections: int) -> float:
     if "Non-2xx" in out:
         raise SystemExit(f"wrk saw errors from {url}:\n{out}")
     match = re.search(r"Requests/sec:\s+([\d.]+)", out)
-    if match is None:
+    total = re.search(r"(\d+) requests in", out)
+    if match is None or total is None:
         raise SystemExit(f"no figure in wrk's output:\n{out}")
-    return float(match.group(1))
+    return float(match.group(1)), int(total.group(1))
 
 
 def main() -> int:
@@ -106,6 +115,7 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--seconds", type=int, default=3)
     parser.add_argument("--connections", type=int, default=4)
+    parser.add_argument("--log-level", default=None, help="FTSERVICE_LOG_LEVEL for ftdesk (default: its default, INFO)")
     args = parser.parse_args()
     if shutil.which("wrk") is None:
         print("wrk is not on the PATH (Debian: apt-get install wrk)", file=sys.stderr)
@@ -119,6 +129,8 @@ def main() -> int:
             FTSERVICE_API_KEY=API_KEY,
             PYTHON_KEYRING_BACKEND="keyring.backends.fail.Keyring",
         )
+        if args.log_level:
+            env["FTSERVICE_LOG_LEVEL"] = args.log_level
         stderr = open(Path(scratch) / "stderr.log", "wb")  # noqa: SIM115 - open for the server's lifetime
         ours = subprocess.Popen([sys.executable, "-m", "ftdesk", "--headless"], env=env, stderr=stderr, cwd=ROOT)
         bare: subprocess.Popen | None = None
@@ -132,16 +144,24 @@ def main() -> int:
             answers = {path: call(f"http://127.0.0.1:{port}{path}")[1].decode() for path in paths.values()}
             bare = subprocess.Popen([sys.executable, "-c", BARE, str(bare_port), json.dumps(answers)], cwd=ROOT)
             wait_up(f"http://127.0.0.1:{bare_port}/api/v1/health", bare)
+            servers = (("bare", bare, bare_port), ("ftdesk", ours, port))
             rates: dict[tuple[str, str], list[float]] = {}
+            costs: dict[tuple[str, str], list[float]] = {}
             loads: list[float] = []
             for round_number in range(args.rounds):
                 for name, path in paths.items():
-                    for server, server_port in (("bare", bare_port), ("ftdesk", port)):
+                    for server, process, server_port in servers:
                         load = os.getloadavg()[0]
                         loads.append(load)
-                        rate = wrk(f"http://127.0.0.1:{server_port}{path}", args.seconds, args.connections)
+                        before = cpu_seconds(process.pid)
+                        rate, total = wrk(f"http://127.0.0.1:{server_port}{path}", args.seconds, args.connections)
+                        cost = (cpu_seconds(process.pid) - before) / total * 1e6
                         rates.setdefault((name, server), []).append(rate)
-                        print(f"round {round_number + 1} {name:>9} {server:>6}: {rate:8.0f} req/s (load {load:.2f})")
+                        costs.setdefault((name, server), []).append(cost)
+                        print(
+                            f"round {round_number + 1} {name:>9} {server:>6}: {rate:8.0f} req/s, "
+                            f"server CPU {cost:5.0f} us/request (load {load:.2f})"
+                        )
         finally:
             for process in (ours, bare):
                 if process is not None:
@@ -155,10 +175,14 @@ def main() -> int:
         f"wrk -t1 -c{args.connections} -d{args.seconds}s, {args.rounds} alternating rounds; "
         f"load average {min(loads):.2f}-{max(loads):.2f}; access lines in ftdesk's log file: {log_lines}"
     )
+    print("ratio: ftdesk/bare requests/s (medians of the rounds); by CPU: bare/ftdesk server CPU per request")
     for name in paths:
-        bare_rate = statistics.median(rates[(name, "bare")])
-        our_rate = statistics.median(rates[(name, "ftdesk")])
-        print(f"{name:>9}: ftdesk {our_rate:8.0f} req/s, bare {bare_rate:8.0f} req/s, ratio {our_rate / bare_rate:.2f}")
+        bare_rate, our_rate = statistics.median(rates[(name, "bare")]), statistics.median(rates[(name, "ftdesk")])
+        bare_cost, our_cost = statistics.median(costs[(name, "bare")]), statistics.median(costs[(name, "ftdesk")])
+        print(
+            f"{name:>9}: ftdesk {our_rate:6.0f} req/s ({our_cost:4.0f} us CPU), bare {bare_rate:6.0f} req/s "
+            f"({bare_cost:4.0f} us CPU); ratio {our_rate / bare_rate:.2f}, by CPU {bare_cost / our_cost:.2f}"
+        )
     return 0
 
 

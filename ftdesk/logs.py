@@ -7,13 +7,14 @@ came from outside (a request path, a header, a symbol) cannot start a line that 
 from __future__ import annotations
 
 import atexit
+import collections
 import io
 import logging
 import logging.handlers
 import os
-import queue
 import re
 import sys
+import threading
 import time
 from collections.abc import Iterable
 from pathlib import Path
@@ -149,6 +150,18 @@ class SecretRedactor(logging.Filter):
 _SIMPLE_ARGS = (str, int, float)
 
 
+_Line = tuple[float, int, str, tuple[object, ...]]
+"""An access line not yet made a record: when it happened (``time.time()``), level, format and arguments."""
+
+
+class _RecordQueue(collections.deque[logging.LogRecord | _Line]):
+    """What ``AccessQueueHandler`` puts records on: a deque (appending is thread-safe) that wakes no thread."""
+
+    def put_nowait(self, record: logging.LogRecord) -> None:
+        """Queue one record for the writer's next round."""
+        self.append(record)
+
+
 class AccessQueueHandler(logging.handlers.QueueHandler):
     """Hands access-log records to a writer thread, so no request waits for a terminal or a disk.
 
@@ -156,15 +169,21 @@ class AccessQueueHandler(logging.handlers.QueueHandler):
     third of what a quick request cost. The record goes on the queue as it is, unformatted: its arguments
     (method, path, status, milliseconds, request id) are immutable, so formatting it on the writer thread
     gives the same line. Anything else (an exception, a mutable argument) is formatted here, as
-    ``QueueHandler`` does.
+    ``QueueHandler`` does. Queuing wakes nobody: the writer takes what has queued every ``WRITE_EVERY``
+    seconds (waking a thread per record cost the loop a lock hand-over per request), and everything left
+    when it stops, at exit or when logging is configured again, so no line is lost.
     """
 
-    def __init__(self, records: queue.SimpleQueue[logging.LogRecord], handlers: list[logging.Handler]) -> None:
-        super().__init__(records)
-        self.writer = logging.handlers.QueueListener(records, *handlers, respect_handler_level=True)
-        self.writer.start()
-        self._writing = True
-        atexit.register(self.stop)  # runs before logging's own flush at exit: no line is lost
+    WRITE_EVERY = 0.05
+
+    def __init__(self, handlers: list[logging.Handler]) -> None:
+        self._records = _RecordQueue()
+        super().__init__(self._records)  # type: ignore[arg-type]  # QueueHandler only calls put_nowait
+        self._handlers = list(handlers)
+        self._stopping = threading.Event()
+        self._writer = threading.Thread(target=self._write_until_stopped, name="ftdesk-access-log", daemon=True)
+        self._writer.start()
+        atexit.register(self.stop)  # runs before logging's own flush at exit
 
     def prepare(self, record: logging.LogRecord) -> logging.LogRecord:
         """Return the record to queue: itself when formatting it later yields the same text."""
@@ -178,12 +197,45 @@ class AccessQueueHandler(logging.handlers.QueueHandler):
         prepared: logging.LogRecord = super().prepare(record)
         return prepared
 
+    def put_line(self, level: int, msg: str, args: tuple[object, ...]) -> bool:
+        """Queue a line whose record the writer makes (False once stopped: log it the usual way).
+
+        The cheapest way onto the log for the event loop: no record is made there. The record the writer makes
+        has the time captured here, so its line is the one ``Logger.log`` would have written.
+        """
+        if self._stopping.is_set():
+            return False
+        self._records.append((time.time(), level, msg, args))
+        return True
+
+    def _write_until_stopped(self) -> None:
+        while not self._stopping.wait(self.WRITE_EVERY):
+            self._write_queued()
+        self._write_queued()
+
+    def _write_queued(self) -> None:
+        records = self._records
+        while records:
+            item = records.popleft()
+            record = item if isinstance(item, logging.LogRecord) else self._record(*item)
+            for handler in self._handlers:
+                if record.levelno >= handler.level:
+                    handler.handle(record)
+
+    @staticmethod
+    def _record(created: float, level: int, msg: str, args: tuple[object, ...]) -> logging.LogRecord:
+        record = logging.getLogger(ACCESS_LOGGER).makeRecord(ACCESS_LOGGER, level, "", 0, msg, args, None)
+        record.created = created  # as LogRecord computes them, from the moment the line was queued
+        record.msecs = int((created - int(created)) * 1000) + 0.0
+        return record
+
     def stop(self) -> None:
         """Write every queued record, then stop the writer thread (idempotent)."""
         atexit.unregister(self.stop)
-        if self._writing:  # QueueListener.stop() fails when called twice
-            self._writing = False
-            self.writer.stop()
+        self._stopping.set()
+        if self._writer.is_alive() and self._writer is not threading.current_thread():
+            self._writer.join()
+        self._write_queued()  # anything queued while it stopped
 
     def close(self) -> None:
         """Flush and stop the writer, then close."""
@@ -222,7 +274,7 @@ def configure_logging(level: str, log_dir: Path | None, redactor: SecretRedactor
         handler.addFilter(redactor)
         handler.set_name(OUR_HANDLER)
         root.addHandler(handler)
-    access_queue = AccessQueueHandler(queue.SimpleQueue(), handlers)
+    access_queue = AccessQueueHandler(handlers)
     access_queue.set_name(OUR_HANDLER)
     access.addHandler(access_queue)
     access.propagate = False

@@ -18,7 +18,7 @@ from aiohttp.typedefs import Middleware
 from yarl import URL
 
 from ftdesk.domain import errors as e
-from ftdesk.logs import log_safe
+from ftdesk.logs import AccessQueueHandler, log_safe
 from ftdesk.service.keys import keys_match
 from ftdesk.service.web.envelope import error_body, error_response
 from ftdesk.service.web.routing import CORS_ORIGIN, REQUEST_ID, ClientDisconnected, endpoint_of
@@ -145,16 +145,23 @@ def _bearer_token(request: web.Request) -> str | None:
 
 def make_security_middleware(policy: SecurityPolicy) -> Middleware:
     """Build the middleware that enforces Host, Origin, body size and the API key."""
+    allowed_hosts = policy.allowed_hosts
+    # Host headers already parsed and accepted: a client sends the same one on every request, so it is parsed
+    # as a URL once, not on every request. Refused ones are parsed each time; at most 16 are kept.
+    accepted_hosts: set[str] = set()
 
     @web.middleware
     async def security_middleware(
         request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
     ) -> web.StreamResponse:
-        host = _host_name(request.host)
-        if host not in policy.allowed_hosts:
-            raise e.HostNotAllowed(
-                f"Host {request.host!r} does not name this machine; use http://127.0.0.1 or http://localhost"
-            )
+        host_header = request.host
+        if host_header not in accepted_hosts:
+            if _host_name(host_header) not in allowed_hosts:
+                raise e.HostNotAllowed(
+                    f"Host {request.host!r} does not name this machine; use http://127.0.0.1 or http://localhost"
+                )
+            if len(accepted_hosts) < 16:
+                accepted_hosts.add(host_header)
 
         origin = request.headers.get("Origin")
         cross_origin: str | None = None
@@ -206,20 +213,32 @@ async def add_common_headers(request: web.Request, response: web.StreamResponse)
         response.headers["Vary"] = "Origin"
 
 
+_ACCESS_LINE = "%s %s -> %s in %.1f ms (request %s)"
+
+
 class AccessLogger(AbstractAccessLogger):
     """Access log lines without query strings, headers or bodies (they may carry secrets).
 
     The path is logged as sent, percent-escapes and all, and escaped again: ``%0a`` stays ``%0a`` instead of
-    starting a line that could pass for another record.
+    starting a line that could pass for another record. Where logging is configured (``configure_logging``)
+    the line goes to the access log's writer thread as its arguments; the record is made there.
     """
+
+    def __init__(self, logger: logging.Logger, log_format: str) -> None:
+        super().__init__(logger, log_format)
+        queued = [handler for handler in logger.handlers if isinstance(handler, AccessQueueHandler)]
+        self._queue = queued[0] if queued else None
 
     def log(self, request: web.BaseRequest, response: web.StreamResponse, time: float) -> None:
         """Log one finished request."""
-        self.logger.info(
-            "%s %s -> %s in %.1f ms (request %s)",
+        if not self.logger.isEnabledFor(logging.INFO):
+            return
+        args = (
             log_safe(request.method, limit=20),
             logged_path(request),
             response.status,
             time * 1000,
             request.get(REQUEST_ID, "-"),
         )
+        if self._queue is None or not self._queue.put_line(logging.INFO, _ACCESS_LINE, args):
+            self.logger.info(_ACCESS_LINE, *args)
