@@ -17,6 +17,7 @@ from ftdesk.brokers.paper.ledger.money import cents, dollars, pct, price_of, quo
 from ftdesk.brokers.paper.ledger.outbox import Outbox
 from ftdesk.brokers.paper.ledger.risk import Exposure, Holding, exposure
 from ftdesk.brokers.paper.ledger.types import AccountRules, Commitment, CommitmentSource
+from ftdesk.brokers.paper.market.simulator import MarketSimulator
 from ftdesk.brokers.paper.options import parse_option_symbol
 from ftdesk.brokers.paper.ports import EventSink, Instrument, MarketView
 from ftdesk.brokers.paper.quantities import ZERO, shares, stored
@@ -137,9 +138,9 @@ class Book:
 
         The answer is kept and handed out again (the same list, of frozen ``Pos``) while nothing it was made
         of has changed: the ledger's rows (``PaperStore.version``), the quoted session, the market's second
-        (the simulated market is a function of symbol and second; reference data of options too) and each
-        symbol's last price and previous close, asked of the market again on every call (a quote it has
-        made this second), so a market that moves between its ticks is never answered from an old price.
+        (the simulated market is a function of symbol and second; reference data of options too) and, on
+        any other market, each symbol's last price and previous close, asked of it again on every call, so
+        a market that moves between its ticks is never answered from an old price.
         Reading the lots, pricing every position and reading its reference data was most of what a
         portfolio read cost.
         """
@@ -154,6 +155,8 @@ class Book:
         return result
 
     def _at_market(self, positions: list[Pos]) -> bool:
+        if isinstance(self._market, MarketSimulator):  # its quotes change only with the second, in the key
+            return True
         return all(self.prices(p.symbol) == (p.last, p.prev_close) for p in positions)
 
     def _price_positions(self, conn: sqlite3.Connection, acct_num: str) -> list[Pos]:
