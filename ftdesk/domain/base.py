@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from collections.abc import Callable
+from typing import Annotated, Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
 from pydantic.config import JsonDict
@@ -78,3 +79,25 @@ class UpstreamRecord(Record):
         description="The upstream payload this record was mapped from (Fidelity broker only; absent on paper).",
         json_schema_extra=_absent_not_null,
     )
+
+
+_Item = TypeVar("_Item")
+
+
+class SharedList(list[_Item]):
+    """An answer handed as it is to every caller that asks while it is current: read it, never change it.
+
+    A broker that reuses an answer (the paper ledger's positions within a market second) returns the same
+    ``SharedList`` each time, and the web edge makes its JSON text once (``json_text``): every caller is
+    served the same bytes instead of each serialising the answer again.
+    """
+
+    __slots__ = ("_json_text",)
+
+    def json_text(self, render: Callable[[SharedList[_Item]], str]) -> str:
+        """Return the answer's JSON text, made by ``render`` on the first call and kept."""
+        text: str | None = getattr(self, "_json_text", None)
+        if text is None:
+            text = render(self)
+            self._json_text = text
+        return text

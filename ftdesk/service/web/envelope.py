@@ -8,6 +8,7 @@ from typing import Any
 from aiohttp import web
 from pydantic import BaseModel
 
+from ftdesk.domain.base import SharedList
 from ftdesk.domain.errors import FtdeskError
 from ftdesk.service.web.errors import spec_for
 
@@ -26,9 +27,17 @@ def _dumps(payload: dict[str, Any]) -> str:
     return json.dumps(payload, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
 
 
+def _json_text(data: Any) -> str:
+    return json.dumps(_to_jsonable(data), separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
 def ok_response(data: Any, *, status: int = 200, headers: dict[str, str] | None = None) -> web.Response:
-    """Return a success envelope."""
-    body = _dumps({"ok": True, "data": _to_jsonable(data), "error": None})
+    """Return a success envelope (a ``SharedList``'s JSON text is made once, for every caller it goes to)."""
+    if isinstance(data, SharedList):
+        # The same text json.dumps makes of the whole envelope: these separators, keys in this order.
+        body = '{"ok":true,"data":' + data.json_text(_json_text) + ',"error":null}'
+    else:
+        body = _dumps({"ok": True, "data": _to_jsonable(data), "error": None})
     return web.Response(text=body, status=status, content_type="application/json", headers=headers)
 
 

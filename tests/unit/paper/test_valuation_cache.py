@@ -15,6 +15,7 @@ from ftdesk.brokers.paper.ledger.ledger import Ledger
 from ftdesk.brokers.paper.market.simulator import MarketSimulator
 from ftdesk.brokers.paper.universe import Universe
 from ftdesk.domain.accounts import Position
+from ftdesk.service.web.envelope import ok_response
 from tests.fakes.clock import ManualClock
 from tests.unit.paper.test_ledger import (
     CALL,
@@ -35,10 +36,20 @@ def fresh(world: World, acct: str) -> list[dict]:
     return shown(ledger.positions(acct))
 
 
+def served(positions: list[Position]) -> bytes:
+    """Return the body the web edge serves for an answer."""
+    body = ok_response(positions).body
+    assert isinstance(body, bytes)
+    return body
+
+
 def kept_and_fresh(world: World, acct: str) -> list[dict]:
-    first, again = shown(world.ledger.positions(acct)), shown(world.ledger.positions(acct))
-    assert first == again == fresh(world, acct)
-    return first
+    first, again = world.ledger.positions(acct), world.ledger.positions(acct)
+    assert shown(first) == shown(again) == fresh(world, acct)
+    # Served from its JSON text made once, the body is byte for byte what serialising a plain list makes.
+    unshared = Ledger(world.store, world.market, world.clock, [].append, dividends=world.dividends).positions(acct)
+    assert served(first) == served(again) == served(list(unshared))
+    return shown(first)
 
 
 def test_a_price_move_a_fill_and_a_new_day_each_show_at_once(tmp_path: Path) -> None:

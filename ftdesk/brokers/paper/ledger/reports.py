@@ -28,6 +28,7 @@ from ftdesk.domain.accounts import (
     Transaction,
     option_level_text,
 )
+from ftdesk.domain.base import SharedList
 from ftdesk.domain.clock import Clock
 
 
@@ -39,7 +40,7 @@ class Reports:
         self._book = book
         self._clock = clock
         # Each account's positions as last shown, and the priced positions they were made from.
-        self._shown: dict[str, tuple[list[Pos], list[Position]]] = {}
+        self._shown: dict[str, tuple[list[Pos], SharedList[Position]]] = {}
 
     def accounts(self) -> list[Account]:
         """Return all accounts, default first."""
@@ -52,17 +53,18 @@ class Reports:
     def positions(self, acct_num: str) -> list[Position]:
         """Return the account's positions with market values and gains.
 
-        Made again only when ``Book.positions`` priced them afresh; otherwise copies of the last ones.
+        Made again only when ``Book.positions`` priced them afresh; until then the same ``SharedList`` (so the
+        web edge serialises it once): callers read it and never change it.
         """
         conn = self._store.conn
         positions = self._book.positions(conn, acct_num)
         shown = self._shown.get(acct_num)
         if shown is not None and shown[0] is positions:
-            return [record.model_copy() for record in shown[1]]
+            return shown[1]
         self._book.rules(conn, acct_num)
-        records = self._position_records(acct_num, positions)
+        records = SharedList(self._position_records(acct_num, positions))
         self._shown[acct_num] = (positions, records)
-        return [record.model_copy() for record in records]
+        return records
 
     def _position_records(self, acct_num: str, positions: list[Pos]) -> list[Position]:
         total = sum(abs(p.market_value_cents) for p in positions)
