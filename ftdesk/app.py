@@ -15,7 +15,6 @@ import logging
 import signal
 import sys
 from collections.abc import AsyncIterator, Callable, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from keyring.backend import KeyringBackend
@@ -29,6 +28,7 @@ from ftdesk.config import SETTINGS, ConfigError, Settings, load_settings
 from ftdesk.data_dir import DataDirDamaged, secure_data_dir, tightened_message
 from ftdesk.domain.clock import Clock, SystemClock
 from ftdesk.domain.session import SessionState
+from ftdesk.handoff import hand_off_to_running_instance, instance_running
 from ftdesk.logs import SecretRedactor, configure_logging, log_dir
 from ftdesk.service import runtime_parts as parts
 from ftdesk.service.context import DesktopWindow, ServiceContext
@@ -353,7 +353,7 @@ def say_damaged(exc: DataDirDamaged) -> None:
 
 def new_journal(settings: Settings) -> int:
     """Start a new order journal after a damaged one (refused while ftdesk runs); the damaged copy is kept."""
-    if asyncio.run(_instance_running(settings)):
+    if asyncio.run(instance_running(settings)):
         print(f"ftdesk: ftdesk is running at {settings.base_url}; quit it first", file=sys.stderr)
         return 1
     print(start_new_journal(settings.data_dir / JOURNAL_FILE_NAME))
@@ -389,71 +389,9 @@ def print_api_key(settings: Settings) -> int:
     return 0
 
 
-async def _instance_running(settings: Settings) -> bool:
-    import aiohttp
-
-    try:
-        timeout = aiohttp.ClientTimeout(total=2)
-        async with aiohttp.ClientSession(timeout=timeout) as http, http.get(f"{settings.base_url}/api/v1/health") as r:
-            body = await r.json()
-    except (aiohttp.ClientError, TimeoutError, ValueError):
-        return False
-    return isinstance(body, dict) and (body.get("data") or {}).get("service") == "ftdesk"
-
-
-@dataclass(frozen=True)
-class HandOff:
-    """What a launch that found ftdesk already serving its port did: the line to print, and whether it worked."""
-
-    message: str
-    ok: bool  # False when nothing happened: the exit code is then non-zero
-
-
-async def hand_off_to_running_instance(settings: Settings, keyring_backend: KeyringBackend | None) -> HandOff | None:
-    """Ask an ftdesk already serving the configured port to show its window; None when none serves it."""
-    if settings.port == 0 or not await _instance_running(settings):
-        return None
-    import aiohttp
-
-    running = f"ftdesk is already running at {settings.base_url}"
-    store = ApiKeyStore(SecretVault(keyring_backend), settings.data_dir, settings.api_key)
-    # It is the same user: the running instance keeps its key where this launch finds it. Only read: a launch
-    # that hands over writes nothing, and a data dir without a key cannot be the running one's.
-    found = await asyncio.to_thread(store.load)
-    if found is None:
-        return HandOff(_another_data_dir(settings), ok=False)
-    key, _source = found
-    try:
-        timeout = aiohttp.ClientTimeout(total=3)
-        async with (
-            aiohttp.ClientSession(timeout=timeout) as http,
-            http.post(f"{settings.base_url}/api/v1/app/window", headers={"Authorization": f"Bearer {key}"}) as r,
-        ):
-            body = await r.json()
-    except (aiohttp.ClientError, TimeoutError, ValueError) as exc:
-        return HandOff(f"{running}; could not ask it to show its window ({type(exc).__name__})", ok=False)
-    data = body.get("data") if isinstance(body, dict) else None
-    if not isinstance(data, dict):
-        error = (body.get("error") or {}) if isinstance(body, dict) else {}
-        code = error.get("code", f"HTTP {r.status}")
-        if code == "API_KEY_INVALID":  # its key is another data dir's (or FTSERVICE_API_KEY differs)
-            return HandOff(_another_data_dir(settings), ok=False)
-        return HandOff(f"{running}; it did not show its window ({code})", ok=False)
-    if data.get("shown"):
-        return HandOff(f"{running}; its window is now in front", ok=True)
-    return HandOff(f"{running}; {data.get('reason') or 'it has no window to show'}", ok=True)
-
-
-def _another_data_dir(settings: Settings) -> str:
-    return (
-        f"another ftdesk, with another data dir, is already serving on {settings.port} (this launch's data dir is "
-        f"{settings.data_dir}). Quit that one, or start this one on another port (FTSERVICE_PORT)"
-    )
-
-
 def reset_paper(settings: Settings) -> int:
     """Delete the paper world so the next start creates a fresh one (refused while ftdesk runs)."""
-    if asyncio.run(_instance_running(settings)):
+    if asyncio.run(instance_running(settings)):
         print(
             f"ftdesk: ftdesk is running at {settings.base_url}; quit it before resetting the paper world",
             file=sys.stderr,

@@ -118,7 +118,7 @@ async def shoot(app: QApplication, data_dir: str) -> None:
         await http.close()
 
         window = desktop.window
-        window.resize(1040, 1080)  # room for every position row in the picture
+        window.resize(1040, 1200)  # room for every position row in the picture
         window.bring_to_front()
         cockpit = window.cockpit
         await until(lambda: cockpit.orders.rowCount() == len(RESTING) and cockpit.fills.rowCount() == len(BUYS))

@@ -14,6 +14,7 @@ from PySide6.QtWidgets import (
     QHeaderView,
     QLabel,
     QPushButton,
+    QSizePolicy,
     QTableWidget,
     QTableWidgetItem,
     QVBoxLayout,
@@ -23,11 +24,13 @@ from PySide6.QtWidgets import (
 from ftdesk.gui.bridge import AppStatus
 from ftdesk.gui.cockpit_rows import (
     FILL_COLUMNS,
+    GROUP_SPAN,
     ORDER_COLUMNS,
     POSITION_COLUMNS,
     DeskSnapshot,
     clock_time,
     fill_row,
+    fills_in_order,
     order_row,
     pnl_summary,
     rows_of,
@@ -37,11 +40,19 @@ from ftdesk.gui.status_text import events_text
 
 GAIN = QColor("#1b7a35")
 LOSS = QColor("#b3261e")
-_NUMERIC_FROM = 2  # columns from here on are right-aligned in the positions table
+GROUP_BACKGROUND = QColor("#e8eaed")
+_NUMERIC_FROM = 1  # the positions' figures: right-aligned from here up to the description
+_DESCRIPTION = POSITION_COLUMNS.index("Description")
+_PNL_COLUMNS = (POSITION_COLUMNS.index("Day P&L"), POSITION_COLUMNS.index("Total P&L"))
+ORDER_ROWS_SHOWN = 8
+"""Most open orders and fills shown before their table scrolls: the positions keep the height."""
 
 
-def table(columns: tuple[str, ...], stretch: str) -> QTableWidget:
-    """Return a read-only table with these headers; the ``stretch`` column takes the spare width."""
+def table(columns: tuple[str, ...], rest: str) -> QTableWidget:
+    """Return a read-only table with these headers, each column as wide as its content; ``rest`` takes the rest.
+
+    The figures never share the spare width: it goes to a words column (a description, a status) on the right.
+    """
     widget = QTableWidget(0, len(columns))
     widget.setHorizontalHeaderLabels(list(columns))
     widget.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
@@ -50,8 +61,19 @@ def table(columns: tuple[str, ...], stretch: str) -> QTableWidget:
     widget.verticalHeader().setDefaultSectionSize(widget.fontMetrics().height() + 10)
     header = widget.horizontalHeader()
     header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
-    header.setSectionResizeMode(columns.index(stretch), QHeaderView.ResizeMode.Stretch)
+    header.setStretchLastSection(False)
+    header.setSectionResizeMode(columns.index(rest), QHeaderView.ResizeMode.Stretch)
     return widget
+
+
+def fit_rows(widget: QTableWidget, most: int) -> None:
+    """Make a table exactly as tall as its rows (up to ``most``, then it scrolls), so it takes no spare height."""
+    rows = min(widget.rowCount(), most)
+    height = widget.horizontalHeader().sizeHint().height() + 2 * widget.frameWidth()
+    height += sum(widget.rowHeight(row) for row in range(rows))
+    if widget.horizontalScrollBar().isVisible():
+        height += widget.horizontalScrollBar().sizeHint().height()
+    widget.setFixedHeight(height)
 
 
 def cell(text: str, *, bold: bool = False, right: bool = False, value: float | None = None) -> QTableWidgetItem:
@@ -89,7 +111,7 @@ class CockpitPanel(QWidget):
         self.refresh_button.setToolTip("Read positions and orders now (they also follow the account events)")
         self.refresh_button.clicked.connect(feed.refresh)
 
-        self.positions = table(POSITION_COLUMNS, "Symbol")
+        self.positions = table(POSITION_COLUMNS, "Description")
         positions_box = QGroupBox("Positions")
         positions_layout = QVBoxLayout(positions_box)
         header = QHBoxLayout()
@@ -99,28 +121,34 @@ class CockpitPanel(QWidget):
         positions_layout.addLayout(header)
         positions_layout.addWidget(self.positions)
 
-        self.orders = table(ORDER_COLUMNS, "Symbol")
+        self.orders = table(ORDER_COLUMNS, "Status")
+        self.no_orders_label = QLabel("No open orders")
         self.cancel_all_button = QPushButton("Cancel all")
         self.cancel_all_button.setToolTip("Cancel every open order on every account (cancels are never blocked)")
         self.cancel_all_button.clicked.connect(feed.cancel_all)
         self.orders_box = QGroupBox("Open orders")
         orders_layout = QVBoxLayout(self.orders_box)
-        orders_layout.addWidget(self.orders)
-        orders_footer = QHBoxLayout()
-        orders_footer.addStretch(1)
-        orders_footer.addWidget(self.cancel_all_button)
-        orders_layout.addLayout(orders_footer)
+        orders_row = QHBoxLayout()
+        orders_row.addWidget(self.orders, 1)
+        orders_row.addWidget(self.no_orders_label, 1)
+        orders_row.addWidget(self.cancel_all_button, 0, Qt.AlignmentFlag.AlignBottom)
+        orders_layout.addLayout(orders_row)
 
         self.fills = table(FILL_COLUMNS, "Status")
+        self.no_fills_label = QLabel("No fills today")
         self.fills_box = QGroupBox("Today's fills")
-        QVBoxLayout(self.fills_box).addWidget(self.fills)
+        fills_layout = QVBoxLayout(self.fills_box)
+        fills_layout.addWidget(self.fills)
+        fills_layout.addWidget(self.no_fills_label)
+        fills_layout.setAlignment(Qt.AlignmentFlag.AlignTop)
+        for box in (self.orders_box, self.fills_box):  # as tall as their rows: the positions get the height
+            box.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Maximum)
 
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(self.streams_label)
-        layout.addWidget(positions_box, 4)
-        layout.addWidget(self.orders_box, 2)
-        layout.addWidget(self.fills_box, 2)
+        layout.addWidget(positions_box, 1)
+        layout.addWidget(self.orders_box, 0)
 
         self._status: AppStatus | None = None
         feed.changed.connect(self.show_snapshot)
@@ -163,19 +191,27 @@ class CockpitPanel(QWidget):
 
     def _fill_positions(self, snapshot: DeskSnapshot) -> None:
         rows = rows_of(snapshot)
+        self.positions.clearSpans()
         self.positions.setRowCount(len(rows))
-        for row, (is_total, cells, pnl) in enumerate(rows):
+        for row, (is_group, cells, pnl) in enumerate(rows):
             for column, text in enumerate(cells):
                 value = None
-                if pnl is not None and column >= len(cells) - 2:
-                    value = pnl[column - (len(cells) - 2)]
-                item = cell(text, bold=is_total, right=column >= _NUMERIC_FROM, value=value)
+                if pnl is not None and column in _PNL_COLUMNS:
+                    value = pnl[_PNL_COLUMNS.index(column)]
+                right = (GROUP_SPAN if is_group else _NUMERIC_FROM) <= column < _DESCRIPTION
+                item = cell(text, bold=is_group, right=right, value=value)
+                if is_group:
+                    item.setBackground(QBrush(GROUP_BACKGROUND))
                 self.positions.setItem(row, column, item)
+            if is_group:  # the account heads its positions: its name and number across Symbol, Qty and Last
+                self.positions.setSpan(row, 0, 1, GROUP_SPAN)
 
     def _fill_orders(self, snapshot: DeskSnapshot) -> None:
         orders = snapshot.open_orders
         self.orders_box.setTitle(f"Open orders ({len(orders)})")
         self.orders.setRowCount(len(orders))
+        self.orders.setVisible(bool(orders))
+        self.no_orders_label.setVisible(not orders)
         last = len(ORDER_COLUMNS) - 1
         for row, order in enumerate(orders):
             for column, text in enumerate(order_row(order)[:last]):
@@ -191,14 +227,19 @@ class CockpitPanel(QWidget):
             button.setText("Canceling…" if canceling else "Cancel")
             button.setEnabled(not canceling)
         self.cancel_all_button.setEnabled(bool(orders) and len(snapshot.canceling) < len(orders))
+        self.orders.resizeColumnsToContents()
+        fit_rows(self.orders, ORDER_ROWS_SHOWN)
 
     def _fill_fills(self, snapshot: DeskSnapshot) -> None:
-        fills = snapshot.fills
+        fills = fills_in_order(snapshot)
         self.fills_box.setTitle(f"Today's fills ({len(fills)})")
         self.fills.setRowCount(len(fills))
         for row, order in enumerate(fills):
-            for column, text in enumerate(fill_row(order)):
+            for column, text in enumerate(fill_row(order, snapshot.fill_times)):
                 self.fills.setItem(row, column, cell(text, right=column in (5, 6)))
+        self.fills.setVisible(bool(fills))
+        self.no_fills_label.setVisible(not fills)
+        fit_rows(self.fills, ORDER_ROWS_SHOWN)
 
     def cancel_button(self, conf_num: str) -> QPushButton | None:
         """Return the Cancel button of an open order's row, if the order is listed."""

@@ -13,9 +13,11 @@ from types import MappingProxyType
 from ftdesk.domain.accounts import Account, Position
 from ftdesk.domain.orders import Order, PriceType
 
-POSITION_COLUMNS = ("Account", "Symbol", "Qty", "Last", "Market value", "Day P&L", "Total P&L")
+POSITION_COLUMNS = ("Symbol", "Qty", "Last", "Market value", "Day P&L", "Total P&L", "Description")
+GROUP_SPAN = 3
+"""An account's group row writes its name and number across the first columns (Symbol, Qty, Last)."""
 ORDER_COLUMNS = ("Account", "Order", "Symbol", "Side", "Qty", "Filled", "Type", "Price", "Status", "")
-FILL_COLUMNS = ("Entered", "Account", "Order", "Symbol", "Side", "Filled", "Avg price", "Status")
+FILL_COLUMNS = ("Filled at", "Account", "Order", "Symbol", "Side", "Filled", "Avg price", "Status")
 PRICE_TYPES = MappingProxyType(
     {PriceType.MARKET: "Market", PriceType.LIMIT: "Limit", PriceType.STOP: "Stop", PriceType.STOP_LIMIT: "Stop limit"}
 )
@@ -40,6 +42,7 @@ class DeskSnapshot:
     positions: Mapping[str, tuple[Position, ...]] = field(default_factory=lambda: MappingProxyType({}))
     open_orders: tuple[Order, ...] = ()
     fills: tuple[Order, ...] = ()
+    fill_times: Mapping[str, datetime] = field(default_factory=lambda: MappingProxyType({}))  # conf_num -> fill
     positions_as_of: datetime | None = None  # when positions (and so the P&L) were last read
     orders_as_of: datetime | None = None
     last_event: datetime | None = None  # when the last account event arrived
@@ -90,21 +93,21 @@ def clock_time(moment: datetime | None) -> str:
 
 
 def position_row(position: Position) -> list[str]:
-    """Return the cells of one position."""
+    """Return the cells of one position (its account is the group row above it)."""
     return [
-        position.acct_num,
         position.symbol,
         quantity(position.quantity),
         money(position.last_price),
         money(position.market_value),
         money(position.todays_gain_loss, signed=True),
         money(position.total_gain_loss, signed=True),
+        position.description,
     ]
 
 
 def account_row(pnl: AccountPnl) -> list[str]:
-    """Return the cells of an account's total row (it heads the account's positions)."""
-    return [f"{pnl.name} {pnl.acct_num}", "total", "", "", money(pnl.market_value), *pnl_cells(pnl)]
+    """Return the cells of an account's group row: its name and number (across the first columns), then its sums."""
+    return [f"{pnl.name} {pnl.acct_num}", "", "", money(pnl.market_value), *pnl_cells(pnl), ""]
 
 
 def pnl_cells(pnl: AccountPnl) -> list[str]:
@@ -157,12 +160,29 @@ def entered(order: Order) -> str:
         return text
 
 
-def fill_row(order: Order) -> list[str]:
+def fill_time(order: Order, fill_times: Mapping[str, datetime]) -> str:
+    """Return when an order last filled today; its entry time, said so, when no fill event of this run names it."""
+    filled = fill_times.get(order.id_detail.conf_num)
+    return clock_time(filled) if filled is not None else f"{entered(order)} (entered)"
+
+
+def fills_in_order(snapshot: DeskSnapshot) -> list[Order]:
+    """Return today's fills, the latest fill first (those without a fill time of this run after, by entry)."""
+    times = snapshot.fill_times
+
+    def key(order: Order) -> tuple[bool, str]:
+        filled = times.get(order.id_detail.conf_num)
+        return (filled is not None, filled.isoformat() if filled else order.order_detail.entry_time)
+
+    return sorted(snapshot.fills, key=key, reverse=True)
+
+
+def fill_row(order: Order, fill_times: Mapping[str, datetime] | None = None) -> list[str]:
     """Return the cells of one of today's fills."""
     status = order.status_detail
     average = "" if status.avg_exec_price is None else money(status.avg_exec_price)
     return [
-        entered(order),
+        fill_time(order, fill_times or {}),
         order.acct_num,
         order.id_detail.conf_num,
         order_symbol(order),
@@ -192,7 +212,7 @@ def pnl_summary(snapshot: DeskSnapshot) -> str:
 
 
 def rows_of(snapshot: DeskSnapshot) -> Sequence[tuple[bool, list[str], tuple[float, float] | None]]:
-    """Return the positions table: each account's total row (bold) then its positions, with P&L for colouring."""
+    """Return the positions table: each account's group row (bold, with its sums) then its positions, P&L for colour."""
     rows: list[tuple[bool, list[str], tuple[float, float] | None]] = []
     for pnl in snapshot.account_pnl():
         rows.append((True, account_row(pnl), (pnl.day, pnl.total)))

@@ -217,6 +217,7 @@ class DeskFeed(QObject):
         if book is not None:
             changes["open_orders"] = tuple(book.open)
             changes["fills"] = tuple(book.filled_today)
+            changes["fill_times"] = MappingProxyType(dict(book.fill_times))
             changes["orders_as_of"] = now
         self._set(dataclasses.replace(self._snapshot, **changes))  # type: ignore[arg-type]
 

@@ -22,6 +22,7 @@ from PySide6.QtWidgets import (
     QLabel,
     QListWidget,
     QPushButton,
+    QSizePolicy,
     QTableWidget,
     QTableWidgetItem,
     QTabWidget,
@@ -35,14 +36,13 @@ from ftdesk.gui.bridge import AppStatus, ServiceBridge
 from ftdesk.gui.cockpit import CockpitPanel
 from ftdesk.gui.cockpit_rows import DeskSnapshot
 from ftdesk.gui.desk_feed import DeskFeed
+from ftdesk.gui.journal_rows import JOURNAL_COLUMNS, journal_row
 from ftdesk.gui.notifications import Notification, Notifier
 from ftdesk.gui.safety_watch import SafetyWatch, halt_text
 from ftdesk.gui.status_text import halt_line, status_lines
-from ftdesk.service.control import JournalEntry
 
 JOURNAL_REFRESH_MS = 5000
 """How often the journal table is re-read while the window is visible (order events also re-read it)."""
-JOURNAL_COLUMNS = ("Time", "Action", "Account", "Symbol", "Side", "Qty", "Price", "Outcome")
 NO_TRAY_NOTE = (
     "This desktop has no system tray, so this window is ftdesk's face. Closing it keeps ftdesk running "
     "(start ftdesk again to bring it back); Quit stops it."
@@ -52,16 +52,6 @@ HALT_HINT = "Cancels every open order on every account, switches live trading of
 HALT_STYLE = "QPushButton { background: #b3261e; color: white; font-weight: bold; padding: 6px 18px; }"
 BANNER_STYLE = "QLabel { background: #b3261e; color: white; font-weight: bold; padding: 6px; }"
 HALT_LINE_STYLE = "QLabel { color: #8e24aa; font-weight: bold; }"  # the halted tray icon's purple
-
-
-def journal_row(entry: JournalEntry) -> list[str]:
-    """Return the cells of one journal entry."""
-    qty = "" if entry.qty is None else f"{entry.qty:g}"
-    price = "" if entry.price is None else f"{entry.price:,.2f}"
-    outcome = entry.outcome.value + (f" ({entry.error_code})" if entry.error_code else "")
-    time = entry.time.astimezone().strftime("%Y-%m-%d %H:%M:%S")
-    action = entry.action.value + (f" {entry.order_kind}" if entry.order_kind else "")
-    return [time, action, entry.acct_num or "", entry.symbol or "", entry.side or "", qty, price, outcome]
 
 
 class StatusWindow(QWidget):
@@ -141,7 +131,9 @@ class StatusWindow(QWidget):
         self.journal.setHorizontalHeaderLabels(list(JOURNAL_COLUMNS))
         self.journal.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
         self.journal.verticalHeader().setVisible(False)
-        self.journal.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        journal_header = self.journal.horizontalHeader()
+        journal_header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        journal_header.setSectionResizeMode(len(JOURNAL_COLUMNS) - 1, QHeaderView.ResizeMode.Stretch)  # the width
 
         self.messages = QListWidget()
         self.tabs = QTabWidget()
@@ -157,8 +149,10 @@ class StatusWindow(QWidget):
         layout.addWidget(status_box)
         layout.addLayout(buttons)
         layout.addLayout(halt_bar)
-        layout.addWidget(self.cockpit, 5)
-        layout.addWidget(self.tabs, 2)
+        layout.addWidget(self.cockpit, 1)  # the positions take the height
+        layout.addWidget(self.tabs, 0)
+        self.tabs.currentChanged.connect(self._fit_tabs)
+        self._fit_tabs(self.tabs.currentIndex())
         self.welcome_button = self._button("Getting started…", actions.show_welcome)
         footer = QHBoxLayout()
         footer.addWidget(note, 1)
@@ -232,6 +226,15 @@ class StatusWindow(QWidget):
         self.messages.insertItem(0, f"{stamp}  {notification.title}: {notification.message}")
         while self.messages.count() > 50:
             self.messages.takeItem(self.messages.count() - 1)
+
+    def _fit_tabs(self, current: int) -> None:
+        # A tab widget is as tall as its tallest page: only the page shown counts, so an empty one shrinks.
+        for index in range(self.tabs.count()):
+            policy = QSizePolicy.Policy.Preferred if index == current else QSizePolicy.Policy.Ignored
+            page = self.tabs.widget(index)
+            if page is not None:
+                page.setSizePolicy(policy, policy)
+        self.tabs.updateGeometry()
 
     # --- journal ------------------------------------------------------------------------------------
 

@@ -1,8 +1,17 @@
 """What the desktop cockpit reads and does: accounts, positions, the order book, and journaled cancels.
 
 The cockpit in the status window shows positions with their P&L, the open orders (each with a Cancel), and
-today's fills, on either broker. Each call reaches one capability group through the brokerage session, as a
-route does, and returns domain records. A cancel goes through the order desk like ``POST /orders/{conf_num}/
+today's fills, on either broker.
+
+Today's fills go by fill time. Neither broker's order status carries an execution time (only the entry time),
+so the fill events of the account-event stream say which orders filled today and when: an order is listed when
+it executed something and was entered today, is still working, or has a fill event today. What a restart
+forgets: the events of an earlier run are gone, so an order entered on an earlier day (GTC) that filled today
+before this run started is not listed, and the fill time shown for an order of today is then its entry time;
+the same holds for fills older than the stream's replay buffer (its last 1,000 events).
+
+Each call reaches one capability group through the brokerage session, as a route does, and returns domain
+records. A cancel goes through the order desk like ``POST /orders/{conf_num}/
 cancel``: journaled before and after the broker call, never gated by dry-run mode, never retried after the
 broker answered.
 """
@@ -10,14 +19,16 @@ broker answered.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from dataclasses import dataclass, field
 from datetime import date, datetime
 from typing import TypeVar
 
 from ftdesk.brokers.capabilities import AccountsApi, OrdersApi
 from ftdesk.domain.accounts import Account, Position
 from ftdesk.domain.clock import TRADING_ZONE, trading_day
+from ftdesk.domain.event_names import FILL_NAMES
+from ftdesk.domain.events import AccountEvent
 from ftdesk.domain.orders import CancelResult, Order
 from ftdesk.service.context import ServiceContext
 from ftdesk.service.orders.listed_cancels import listed_cancel
@@ -30,8 +41,9 @@ class OrderBook:
     """The orders of every account as one read of the broker saw them."""
 
     open: list[Order]  # working: open, partly filled, or waiting for a trigger
-    filled_today: list[Order]  # any quantity executed, entered on the trading day, or still working
+    filled_today: list[Order]  # any quantity executed: entered on the trading day, still working, or filled today
     trading_day: date
+    fill_times: Mapping[str, datetime] = field(default_factory=dict)  # conf_num -> its last fill event today
 
 
 def entered_on(order: Order, day: date) -> bool:
@@ -45,15 +57,34 @@ def entered_on(order: Order, day: date) -> bool:
     return trading_day(entered) == day
 
 
-def order_book(orders: list[Order], day: date) -> OrderBook:
+def fill_times(events: Iterable[AccountEvent], day: date) -> dict[str, datetime]:
+    """Return when each order last filled on the trading day, from the fill events (conf_num -> time)."""
+    times: dict[str, datetime] = {}
+    for event in events:
+        conf_num = event.desc.get("conf_num")
+        if event.event_type not in FILL_NAMES or not isinstance(conf_num, str) or not conf_num:
+            continue
+        try:
+            moment = datetime.fromisoformat(event.time)
+        except ValueError:
+            continue
+        if trading_day(moment) == day:
+            times[conf_num] = max(moment, times.get(conf_num, moment))
+    return times
+
+
+def order_book(orders: list[Order], day: date, filled_at: Mapping[str, datetime] | None = None) -> OrderBook:
     """Split the broker's order list into the open orders and those that filled (partly or wholly) today."""
+    filled_at = filled_at or {}
     working = [order for order in orders if order.status_detail.status.is_working]
     filled = [
         order
         for order in orders
-        if order.status_detail.qty_exec > 0 and (order.status_detail.status.is_working or entered_on(order, day))
+        if order.status_detail.qty_exec > 0
+        and (order.status_detail.status.is_working or entered_on(order, day) or order.id_detail.conf_num in filled_at)
     ]
-    return OrderBook(open=working, filled_today=filled, trading_day=day)
+    times = {o.id_detail.conf_num: filled_at[o.id_detail.conf_num] for o in filled if o.id_detail.conf_num in filled_at}
+    return OrderBook(open=working, filled_today=filled, trading_day=day, fill_times=times)
 
 
 class CockpitAccess:
@@ -79,8 +110,10 @@ class CockpitAccess:
 
     async def order_book(self) -> OrderBook:
         """Return every account's open orders and today's fills (one order-status read)."""
+        context = self._context()
         orders = await self._orders_call(lambda group: group.get_order_status(None))
-        return order_book(orders, trading_day(self._context().clock.now()))
+        day = trading_day(context.clock.now())
+        return order_book(orders, day, fill_times((item.event for item in context.events.buffered()), day))
 
     async def cancel(self, order: Order, *, source: str) -> CancelResult:
         """Cancel a working order through the order desk (journaled; never gated); raise the broker's refusal."""

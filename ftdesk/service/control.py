@@ -34,7 +34,7 @@ from ftdesk.logs import SecretRedactor, log_dir
 from ftdesk.service.cockpit_access import CockpitAccess, OrderBook
 from ftdesk.service.context import DesktopWindow, ServiceContext
 from ftdesk.service.first_run import is_first_start, record_welcome_shown
-from ftdesk.service.orders.journal import JournalEntry
+from ftdesk.service.orders.journal import JournalAction, JournalEntry, Outcome
 from ftdesk.service.settings_changes import SaveOutcome, save_changes, validate_setting
 from ftdesk.service.web.server import PortInUseError
 from ftdesk.streaming.event_hub import AccountEventHub
@@ -47,9 +47,11 @@ __all__ = (
     "ConfigError",
     "DataDirDamaged",
     "HubState",
+    "JournalAction",
     "JournalEntry",
     "LoginItem",
     "OrderBook",
+    "Outcome",
     "PortInUseError",
     "RuntimeFactory",
     "SaveOutcome",
@@ -67,7 +69,8 @@ __all__ = (
 # Re-exported for the desktop app, which may import nothing else of the service:
 # ``Settings``, ``SettingSpec`` and ``SETTINGS_BY_NAME`` (the settings table the dialog is built from),
 # ``ConfigError`` (a setting ftdesk cannot use), ``PortInUseError`` (the port is taken at start),
-# ``HubState`` (a stream hub's state), ``JournalEntry`` (one order-journal row), ``LoginItem`` (the
+# ``HubState`` (a stream hub's state), ``JournalEntry`` (one order-journal row, with its ``JournalAction`` and
+# ``Outcome``, which the journal tab puts in words), ``LoginItem`` (the
 # platform's start-at-login entry, which the settings dialog edits), ``SaveOutcome`` (the answer to a
 # settings save), ``CockpitAccess`` and ``OrderBook`` (the cockpit's positions, orders and cancels) and
 # ``validate_setting`` (the one check of a settings change, which the dialog runs on each field as it is typed).

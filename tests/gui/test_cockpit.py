@@ -64,7 +64,7 @@ async def trading_desktop(make_desktop) -> tuple[Desktop, str]:
     await log_in(desktop)
     acct = await individual_account(desktop)
     cockpit = desktop.app.window.cockpit
-    await wait_until(lambda: acct in " ".join(column(cockpit.positions, "Account", POSITION_COLUMNS)))
+    await wait_until(lambda: acct in " ".join(column(cockpit.positions, "Symbol", POSITION_COLUMNS)))
     return desktop, acct
 
 

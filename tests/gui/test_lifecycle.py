@@ -9,9 +9,10 @@ import socket
 import aiohttp
 from aiohttp import web
 
-from ftdesk.app import ServiceRuntime, hand_off_to_running_instance
+from ftdesk.app import ServiceRuntime
 from ftdesk.config import Settings, load_settings
 from ftdesk.gui.application import serve_with_tray
+from ftdesk.handoff import hand_off_to_running_instance
 from ftdesk.logs import SecretRedactor
 from ftdesk.service.control import ServiceControl
 from ftdesk.service.routes.app_window import HEADLESS_REASON, DesktopWindow

@@ -89,10 +89,11 @@ async def test_the_window_lists_the_newest_journal_entries(make_desktop) -> None
         return [[table.item(r, c).text() for c in range(table.columnCount())] for r in range(table.rowCount())]
 
     desktop.app.window.reload_journal()
-    # Newest first: the preview, then the live switch's startup row (the journal records the switch too).
-    await wait_until(lambda: [row[1] for row in rows()] == ["preview equity", "live_switch"])
+    # Newest first: the preview, then the live switch's startup row (the journal records the switch too), in words.
+    await wait_until(lambda: [row[1] for row in rows()] == ["Preview stock order", "Live trading switched"])
     row = rows()[0]
-    assert row[3:6] == ["KO", "B", "2"] and row[7] == "accepted"
+    assert row[3:6] == ["KO", "Buy", "2"] and row[7] == "Done"
+    assert rows()[1][-1].startswith("Live trading switched off by ")
 
 
 async def test_closing_the_window_hides_it_and_ftdesk_keeps_serving(make_desktop) -> None:
