@@ -12,9 +12,10 @@ and then the place of that preview, one pair at a time (orders are sent one by o
 * ``bare``: a plain aiohttp app whose two handlers parse the same JSON and call the same paper broker's
   ``preview_equity_order`` and ``place_equity_order``, nothing else.
 
-The rounds alternate the two, so both see the same machine load. Prints the median milliseconds of a pair
-for each, their ratio, and ftdesk's extra milliseconds per pair (what the desk, the journal and the
-middleware add to an order).
+The rounds alternate the two, so both see the same machine load. Prints, for each, the median wall
+milliseconds of a pair and the process CPU milliseconds per pair (every thread: the journal writes run in
+threads), their ratios, and ftdesk's extra CPU per pair: what the middleware, the desk and the journal add to
+an order. On a loaded machine the wall times swing with the load; the CPU per pair is the steadier figure.
 """
 
 from __future__ import annotations
@@ -131,6 +132,7 @@ async def measure(pairs: int, rounds: int) -> None:
             return (time.perf_counter() - started) * 1000
 
         figures: dict[str, list[float]] = {"ftdesk": [], "bare": []}
+        cpu: dict[str, list[float]] = {"ftdesk": [], "bare": []}
         headers = {"Authorization": f"Bearer {key}"}
         async with aiohttp.ClientSession(headers=headers) as http:
             for _ in range(10):  # warm both paths (imports, first SQLite pages, first quotes)
@@ -138,17 +140,26 @@ async def measure(pairs: int, rounds: int) -> None:
                 await pair_ms(http, bare_url)
             for number in range(1, rounds + 1):
                 for name, base in (("bare", bare_url), ("ftdesk", ours)):
+                    cpu_before = time.process_time()
                     times = [await pair_ms(http, base) for _ in range(pairs)]
+                    cpu_ms = (time.process_time() - cpu_before) * 1000 / pairs
                     median = statistics.median(times)
                     figures[name].append(median)
+                    cpu[name].append(cpu_ms)
                     load = os.getloadavg()[0]
-                    print(f"round {number} {name:>6}: median {median:7.2f} ms per preview+place (load {load:.2f})")
+                    print(
+                        f"round {number} {name:>6}: median {median:7.2f} ms wall, {cpu_ms:6.2f} ms CPU per "
+                        f"preview+place (load {load:.2f})"
+                    )
         await bare_runner.cleanup()
         await runtime.stop()
     ours_ms, bare_ms = statistics.median(figures["ftdesk"]), statistics.median(figures["bare"])
+    ours_cpu, bare_cpu = statistics.median(cpu["ftdesk"]), statistics.median(cpu["bare"])
     print(
-        f"ftdesk {ours_ms:.2f} ms, bare {bare_ms:.2f} ms per pair (medians of the rounds); "
-        f"ratio ftdesk/bare {ours_ms / bare_ms:.2f}; ftdesk adds {ours_ms - bare_ms:.2f} ms per pair"
+        f"wall: ftdesk {ours_ms:.2f} ms, bare {bare_ms:.2f} ms per pair (medians of the rounds), "
+        f"ratio {ours_ms / bare_ms:.2f}\n"
+        f"CPU:  ftdesk {ours_cpu:.2f} ms, bare {bare_cpu:.2f} ms per pair, ratio {ours_cpu / bare_cpu:.2f}; "
+        f"ftdesk adds {ours_cpu - bare_cpu:.2f} ms of CPU per pair"
     )
 
 

@@ -90,9 +90,16 @@ def test_the_gui_scan_flags_a_reach_past_the_control_surface(tmp_path: Path) -> 
 
 
 def live_switch_assignments(path: Path) -> list[int]:
-    """Return the lines that assign the live-trading switch (``<...>live.enabled = ...``)."""
+    """Return the lines that switch live trading: ``<...>live.enabled = ...`` or a call of ``<...>live.set(...)``."""
     lines = []
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "set":
+            owner = node.func.value
+            if (isinstance(owner, ast.Attribute) and owner.attr in ("live", "_live")) or (
+                isinstance(owner, ast.Name) and owner.id == "live"
+            ):
+                lines.append(node.lineno)
+            continue
         if isinstance(node, ast.Assign):
             targets = node.targets
         elif isinstance(node, ast.AugAssign | ast.AnnAssign):
@@ -107,14 +114,18 @@ def live_switch_assignments(path: Path) -> list[int]:
                 isinstance(owner, ast.Name) and owner.id == "live"
             ):
                 lines.append(node.lineno)
-    return lines
+    return sorted(lines)
 
 
-def test_only_the_control_surface_switches_live_trading() -> None:
+LIVE_SWITCHERS = frozenset({"ftdesk.service.control", "ftdesk.service.safety.sweep"})
+"""The control surface (on only when not halted, with its source) and the kill switch (off, source halt)."""
+
+
+def test_only_the_control_surface_and_the_kill_switch_switch_live_trading() -> None:
     offenders = [
         f"{name}:{line}"
         for name, path in modules()
-        if name != "ftdesk.service.control"
+        if name not in LIVE_SWITCHERS
         for line in live_switch_assignments(path)
     ]
     assert offenders == []
@@ -122,8 +133,11 @@ def test_only_the_control_surface_switches_live_trading() -> None:
 
 def test_the_live_switch_scan_sees_an_assignment(tmp_path: Path) -> None:
     sample = tmp_path / "sample.py"
-    sample.write_text("runtime.live.enabled = True\nlive.enabled = False\nself.enabled = True\nlive.other = 1\n")
-    assert live_switch_assignments(sample) == [1, 2]
+    sample.write_text(
+        "runtime.live.enabled = True\nlive.enabled = False\nself.enabled = True\nlive.other = 1\n"
+        "context.live.set(True, 'x')\nself._live.set(False, 'halt')\nevent.set()\n"
+    )
+    assert live_switch_assignments(sample) == [1, 2, 5, 6]
 
 
 def _violations(rule) -> list[str]:
