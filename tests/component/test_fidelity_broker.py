@@ -21,6 +21,7 @@ from ftdesk.domain.accounts import SecurityType
 from ftdesk.domain.clock import SystemClock
 from ftdesk.domain.market import Quote
 from ftdesk.domain.session import Credentials
+from ftdesk.service.web.envelope import ok_response
 from tests.fakes import fidelity_payloads as p
 from tests.fakes.fidelity_server import FakeFidelity
 from tests.fakes.mdds_server import FakeMdds
@@ -222,8 +223,12 @@ async def test_identical_concurrent_reads_share_one_upstream_call(broker: Fideli
     results = await asyncio.gather(*calls)
     assert fake.hits[POSITIONS_PATH] == 1
     assert all(result == results[0] for result in results) and len(results[0]) == 3
-    await broker.accounts.get_positions(p.MARGIN)  # a later read is a new call
+    # Mapped once for all five, and served as the same bytes a plain list of the same positions makes.
+    assert all(result is results[0] for result in results)
+    assert ok_response(results[0]).body == ok_response(list(results[0])).body
+    later = await broker.accounts.get_positions(p.MARGIN)  # a later read is a new call
     assert fake.hits[POSITIONS_PATH] == 2
+    assert later == results[0] and later is not results[0]
 
 
 async def test_a_caller_giving_up_does_not_cancel_the_shared_read(broker: FidelityBroker, fake: FakeFidelity) -> None:

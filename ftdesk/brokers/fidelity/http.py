@@ -33,10 +33,10 @@ import logging
 import re
 import sys
 import uuid
-from collections.abc import Coroutine, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Coroutine, Hashable, Mapping
+from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import urlencode
 
 import aiohttp
@@ -52,6 +52,8 @@ from ftdesk.brokers.fidelity.routing import UpstreamRouter
 from ftdesk.domain.clock import Clock
 from ftdesk.domain.errors import BrokerError, SessionExpired
 from ftdesk.domain.freshness import report as report_served
+
+_Mapped = TypeVar("_Mapped")
 
 log = logging.getLogger(__name__)
 
@@ -119,6 +121,8 @@ class UpstreamResponse:
     url: str
     retry_after: str | None = None
     """The ``Retry-After`` header, as sent."""
+    mapped: dict[Hashable, Any] = field(default_factory=dict, compare=False, repr=False)
+    """What callers sharing this answer made of it (``FidelityHttp.mapped_json``), made once for all of them."""
 
     @property
     def ok(self) -> bool:
@@ -296,6 +300,35 @@ class FidelityHttp:
         if b"respTypeCode" in response.body:  # walking every record of a large answer costs more than this look
             raise_for_business_error(payload, what)
         return payload
+
+    async def mapped_json(
+        self,
+        method: str,
+        url: str,
+        *,
+        body: Any = None,
+        read: bool | None = None,
+        what: str = "request",
+        key: Hashable,
+        build: Callable[[Any], _Mapped],
+    ) -> _Mapped:
+        """Return ``build`` of the JSON as ``json`` does, built once per upstream answer for every caller sharing it.
+
+        Callers sharing one call (in flight, or an answer reused) used to parse, map and serialise it one after
+        another; ``key`` names what ``build`` makes (the same key, the same result), so the first caller builds
+        it and the others get the same object. What it builds is read and never changed by its callers.
+        """
+        response = await self.call(method, url, body=body, read=read)
+        if key in response.mapped:
+            built: _Mapped = response.mapped[key]
+            return built
+        raise_for_status(response, what)
+        payload = response.json()
+        if b"respTypeCode" in response.body:
+            raise_for_business_error(payload, what)
+        built = build(payload)
+        response.mapped[key] = built
+        return built
 
     def _forget(
         self, flight: tuple[tuple[str, str, str, Profile], int, int], task: asyncio.Task[UpstreamResponse]

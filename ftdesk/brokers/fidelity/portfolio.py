@@ -25,6 +25,7 @@ from ftdesk.domain.accounts import (
     SecurityType,
     Term,
 )
+from ftdesk.domain.base import SharedList
 
 DP = f"{DPSERVICE}/ftgw/dp"
 POSITIONS_URL = f"{DP}/position/v2"
@@ -82,9 +83,16 @@ async def fetch_positions(http: FidelityHttp, account: Account) -> list[Position
             ]
         },
     }
-    payload = await http.json("POST", POSITIONS_URL, body={"request": {"parameter": parameter}}, read=True,
-                              what="positions request")  # fmt: skip
-    return map_positions(payload, account.acct_num)
+    # Callers sharing one answer share its mapping, and the web edge serialises the SharedList once for all.
+    return await http.mapped_json(
+        "POST",
+        POSITIONS_URL,
+        body={"request": {"parameter": parameter}},
+        read=True,
+        what="positions request",
+        key=("positions", account.acct_num),
+        build=lambda payload: SharedList(map_positions(payload, account.acct_num)),
+    )
 
 
 def map_positions(payload: Any, acct_num: str) -> list[Position]:
