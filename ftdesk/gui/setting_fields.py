@@ -38,10 +38,15 @@ class Row:
     kind: Kind
     choices: tuple[tuple[str, str], ...] = ()  # (value, what the trader reads)
     unit: str = ""
+    grouped: bool = False  # a quantity or an amount: shown with thousands separators, typed with or without
 
 
 RISK_LIMITS_GROUP = "Risk limits"
 """The group the dialog shows in its own column, beside the others."""
+FIDELITY_GROUP = "Fidelity account events"
+"""Settings that only mean something on the Fidelity broker: the dialog shows them while Fidelity is chosen."""
+OFF = "0 = off"
+"""What a risk limit's unit says: 0 (or an empty field) turns that limit off."""
 GROUPS: tuple[tuple[str, tuple[Row, ...]], ...] = (
     (
         "General",
@@ -80,10 +85,15 @@ GROUPS: tuple[tuple[str, tuple[Row, ...]], ...] = (
         "Streaming",
         (
             Row("unsubscribe_delay", "Unsubscribe delay", Kind.TEXT, unit="seconds"),
-            Row("beps_host", "BEPS host", Kind.TEXT),
-            Row("beps_stream_url", "BEPS stream URL", Kind.TEXT),
-            Row("beps_mid", "BEPS member id", Kind.TEXT),
-            Row("beps_app_id", "BEPS app id", Kind.TEXT),
+        ),
+    ),
+    (
+        FIDELITY_GROUP,
+        (
+            Row("beps_host", "Fidelity event host", Kind.TEXT),
+            Row("beps_stream_url", "Fidelity event stream", Kind.TEXT),
+            Row("beps_mid", "Fidelity member id", Kind.TEXT),
+            Row("beps_app_id", "Fidelity app id", Kind.TEXT),
         ),
     ),
     (
@@ -91,14 +101,14 @@ GROUPS: tuple[tuple[str, tuple[Row, ...]], ...] = (
         # one off. Only the trader changes them (here, the settings file or FTSERVICE_*): the API cannot.
         RISK_LIMITS_GROUP,
         (
-            Row("max_equity_qty", "Max shares per order", Kind.TEXT, unit="shares"),
-            Row("max_equity_notional", "Max per equity order", Kind.TEXT, unit="dollars"),
-            Row("max_option_contracts", "Max contracts per order", Kind.TEXT, unit="contracts"),
-            Row("max_option_notional", "Max per option order", Kind.TEXT, unit="dollars"),
-            Row("max_price_distance_pct", "Max price distance", Kind.TEXT, unit="% of quote"),
-            Row("max_orders_per_minute", "Max orders per minute", Kind.TEXT),
-            Row("max_open_orders", "Max open orders", Kind.TEXT),
-            Row("daily_loss_limit", "Daily loss limit", Kind.TEXT, unit="dollars"),
+            Row("max_equity_qty", "Max shares per order", Kind.TEXT, unit=f"shares, {OFF}", grouped=True),
+            Row("max_equity_notional", "Max per equity order", Kind.TEXT, unit=f"dollars, {OFF}", grouped=True),
+            Row("max_option_contracts", "Max contracts per order", Kind.TEXT, unit=f"contracts, {OFF}", grouped=True),
+            Row("max_option_notional", "Max per option order", Kind.TEXT, unit=f"dollars, {OFF}", grouped=True),
+            Row("max_price_distance_pct", "Max price distance", Kind.TEXT, unit=f"% of quote, {OFF}"),
+            Row("max_orders_per_minute", "Max orders per minute", Kind.TEXT, unit=OFF, grouped=True),
+            Row("max_open_orders", "Max open orders", Kind.TEXT, unit=OFF, grouped=True),
+            Row("daily_loss_limit", "Daily loss limit", Kind.TEXT, unit=f"dollars, {OFF}", grouped=True),
             Row("symbol_allow", "Only these symbols", Kind.TEXT),
             Row("symbol_deny", "Never these symbols", Kind.TEXT),
         ),
@@ -117,11 +127,15 @@ def _reason(error: ConfigError) -> str:
     return error.reason[:1].upper() + error.reason[1:]
 
 
-def _shown(value: Any) -> str:
+def _shown(value: Any, grouped: bool = False) -> str:
     if value is None:
         return ""
     if isinstance(value, tuple | list):  # a symbol list: as it is typed
         return ", ".join(str(item) for item in value)
+    if isinstance(value, bool):
+        return str(value)
+    if grouped and isinstance(value, int | float):
+        return f"{value:,.2f}".rstrip("0").rstrip(".") if not float(value).is_integer() else f"{int(value):,}"
     if isinstance(value, float):
         return f"{value:g}"
     return str(value)
@@ -149,7 +163,7 @@ class SettingEditor:
                 self.editor.addItem(shown, choice)
             self.editor.setCurrentIndex(max(0, self.editor.findData(value)))
         else:
-            self.editor = QLineEdit(_shown(value))
+            self.editor = QLineEdit(_shown(value, row.grouped))
             if spec.default is None:
                 self.editor.setPlaceholderText("not set")
             self.editor.setClearButtonEnabled(not locked)
@@ -177,8 +191,12 @@ class SettingEditor:
         editor_row = QHBoxLayout()
         editor_row.setContentsMargins(0, 0, 0, 0)
         editor_row.addWidget(self.editor, 1)
-        if row.unit:
-            editor_row.addWidget(QLabel(row.unit))
+        # Every text field has a unit label, blank or not: the dialog gives them one width per column, so the
+        # fields are all as wide as one another.
+        self.unit: QLabel | None = QLabel(row.unit) if row.kind is Kind.TEXT else None
+        if self.unit is not None:
+            self.unit.setObjectName(f"{row.name}_unit")
+            editor_row.addWidget(self.unit)
         column = QVBoxLayout()
         column.setContentsMargins(0, 0, 0, 0)
         column.setSpacing(2)
@@ -190,7 +208,12 @@ class SettingEditor:
 
         if isinstance(self.editor, QLineEdit):
             self.editor.textEdited.connect(lambda _text: self.set_error(""))
-            self.editor.editingFinished.connect(self.check)
+            self.editor.editingFinished.connect(self._finished)
+
+    def _finished(self) -> None:
+        # A valid amount is shown again with its thousands separators ("100000" reads "100,000").
+        if self.check() and self.row.grouped and not self.locked and isinstance(self.editor, QLineEdit):
+            self.editor.setText(_shown(self.parse(), grouped=True))
 
     def raw(self) -> Any:
         """Return what the trader entered, as the settings file would hold it before parsing."""
@@ -198,7 +221,8 @@ class SettingEditor:
             return self.editor.isChecked()
         if isinstance(self.editor, QComboBox):
             return self.editor.currentData()
-        return self.editor.text()
+        text = self.editor.text()
+        return text.replace(",", "").replace("_", "") if self.row.grouped else text
 
     def parse(self) -> Any:
         """Return the parsed value; raise ConfigError when the entry is not valid."""

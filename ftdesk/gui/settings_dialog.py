@@ -34,13 +34,25 @@ from PySide6.QtWidgets import (
 )
 
 from ftdesk.gui.contracts import SettingsActions
-from ftdesk.gui.setting_fields import ERROR_STYLE, GROUPS, NOTE_STYLE, RISK_LIMITS_GROUP, ROWS, SettingEditor
+from ftdesk.gui.setting_fields import (
+    ERROR_STYLE,
+    FIDELITY_GROUP,
+    GROUPS,
+    NOTE_STYLE,
+    RISK_LIMITS_GROUP,
+    ROWS,
+    SettingEditor,
+)
 from ftdesk.service.control import SETTINGS_BY_NAME, LoginItem, SaveOutcome, Settings
 
 log = logging.getLogger(__name__)
 
 BEPS_TOKEN_ENV = SETTINGS_BY_NAME["beps_token"].env
 API_KEY_ENV = SETTINGS_BY_NAME["api_key"].env
+
+
+_RIGHT_COLUMN = (RISK_LIMITS_GROUP, FIDELITY_GROUP)
+"""The groups of the dialog's right column (the others are on the left), so it stays short enough for a laptop."""
 
 
 class SettingsDialog(QDialog):
@@ -73,9 +85,12 @@ class SettingsDialog(QDialog):
         columns.addLayout(left, 1)
         columns.addLayout(right, 1)
         layout.addLayout(columns)
+        self._fidelity_group: QGroupBox | None = None
         for title, rows in GROUPS:
             group = QGroupBox(title)
-            group.setObjectName(f"group_{title.lower()}")
+            group.setObjectName("group_fidelity" if title == FIDELITY_GROUP else f"group_{title.lower()}")
+            if title == FIDELITY_GROUP:
+                self._fidelity_group = group
             form = QFormLayout(group)
             form.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
             for row in rows:
@@ -86,26 +101,33 @@ class SettingsDialog(QDialog):
                 form.addRow(editor.label, editor.cell)
                 if row.name == "api_key_required":
                     form.addRow("", self._build_regenerate(settings))
-            if title == "Streaming":
-                beps_token_label = QLabel("BEPS token")
+            if title == FIDELITY_GROUP:
+                beps_token_label = QLabel("Fidelity event token")
                 form.addRow(beps_token_label, self._build_beps_token(settings))
-            (right if title == RISK_LIMITS_GROUP else left).addWidget(group)
+            (right if title in _RIGHT_COLUMN else left).addWidget(group)
         if login_item is not None:
             right.addWidget(self._build_desktop(login_item))
         left.addStretch(1)
         right.addStretch(1)
-        # The paper market only means something on the paper broker: shown while Paper is chosen.
+        # The paper market only means something on the paper broker, the BEPS settings only on Fidelity: each
+        # is shown while its broker is chosen.
         broker_editor = self._editors["broker"].editor
         if isinstance(broker_editor, QComboBox):
-            broker_editor.currentIndexChanged.connect(lambda _index: self._show_paper_market())
-        self._show_paper_market()
-        # One label width per column, so the fields line up down each column.
-        risk = {row.name for title, rows in GROUPS if title == RISK_LIMITS_GROUP for row in rows}
-        left_labels = [e.label for name, e in self._editors.items() if name not in risk] + [beps_token_label]
-        for labels in (left_labels, [e.label for name, e in self._editors.items() if name in risk]):
+            broker_editor.currentIndexChanged.connect(lambda _index: self._show_broker_settings())
+        self._show_broker_settings()
+        # One label width and one unit width per column, so the fields line up and are as wide as one another.
+        on_right = {row.name for title, rows in GROUPS if title in _RIGHT_COLUMN for row in rows}
+        left_editors = [e for name, e in self._editors.items() if name not in on_right]
+        right_editors = [e for name, e in self._editors.items() if name in on_right]
+        for editors, extra in ((left_editors, []), (right_editors, [beps_token_label])):
+            labels = [e.label for e in editors] + extra
             label_width = max(label.sizeHint().width() for label in labels)
             for label in labels:
                 label.setMinimumWidth(label_width)
+            units = [e.unit for e in editors if e.unit is not None]
+            unit_width = max(unit.sizeHint().width() for unit in units)
+            for unit in units:
+                unit.setFixedWidth(unit_width)
 
         self._error = QLabel()
         self._error.setObjectName("error")
@@ -159,11 +181,14 @@ class SettingsDialog(QDialog):
         for widget in (self._error, self._status, self._restart_panel, self._busy_row, self._buttons):
             layout.addWidget(widget)
 
-    def _show_paper_market(self) -> None:
+    def _show_broker_settings(self) -> None:
         paper = self._editors["broker"].raw() == "paper"
         market = self._editors["paper_market"]
         market.label.setVisible(paper)
         market.cell.setVisible(paper)
+        if self._fidelity_group is not None:
+            self._fidelity_group.setVisible(not paper)
+        self._fit_height()
 
     def _build_desktop(self, login_item: LoginItem) -> QWidget:
         group = QGroupBox("Desktop")

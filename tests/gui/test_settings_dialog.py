@@ -10,7 +10,17 @@ from typing import Any
 
 import pytest
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QCheckBox, QComboBox, QDialog, QLabel, QLineEdit, QMessageBox, QPushButton, QWidget
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QDialog,
+    QGroupBox,
+    QLabel,
+    QLineEdit,
+    QMessageBox,
+    QPushButton,
+    QWidget,
+)
 from pytestqt.qtbot import QtBot
 
 from ftdesk.autostart import XdgAutostart
@@ -208,7 +218,7 @@ async def test_changes_that_need_a_restart_say_so_and_restart_now_restarts(
 
     assert service.received == [{"broker": "fidelity", "beps_host": "beps.example.com"}]
     assert service.file() == {"broker": "fidelity", "beps_host": "beps.example.com"}
-    assert "Broker" in dialog.restart_text and "BEPS host" in dialog.restart_text
+    assert "Broker" in dialog.restart_text and "Fidelity event host" in dialog.restart_text
     assert dialog.isVisible() and dialog.restart_button.isVisible()
 
     dialog.save_button.click()  # saved values are the new baseline: nothing left to send, so it just closes
@@ -426,3 +436,55 @@ async def test_the_paper_market_is_offered_only_while_the_paper_broker_is_chosen
     dialog.save_button.click()
     await wait_until(lambda: len(service.received) == 1)
     assert service.received == [{"paper_market": "fidelity"}]
+
+
+def test_fidelity_only_settings_are_grouped_and_shown_only_while_fidelity_is_the_broker(
+    open_dialog: Callable[..., SettingsDialog],
+) -> None:
+    dialog = open_dialog()  # paper by default
+    group = dialog.findChild(QGroupBox, "group_fidelity")
+    assert group is not None and group.title() == "Fidelity account events"
+    fields = {editor.objectName() for editor in group.findChildren(QLineEdit)}
+    assert {"beps_host", "beps_stream_url", "beps_mid", "beps_app_id"} <= fields
+    assert not any(name.startswith("beps") for g in dialog.findChildren(QGroupBox) if g is not group
+                   for name in (e.objectName() for e in g.findChildren(QLineEdit)))  # fmt: skip
+    assert not group.isVisibleTo(dialog), "BEPS jargon on paper"
+    choose(dialog, "broker", "fidelity")
+    assert group.isVisibleTo(dialog)
+    assert dialog.findChild(QLabel, "beps_token_state") in group.findChildren(QLabel)
+    choose(dialog, "broker", "paper")
+    assert not group.isVisibleTo(dialog)
+    fidelity = open_dialog(FTSERVICE_BROKER="fidelity")
+    assert fidelity.findChild(QGroupBox, "group_fidelity").isVisibleTo(fidelity)  # type: ignore[union-attr]
+
+
+async def test_limits_read_with_thousands_separators_say_0_is_off_and_save_as_numbers(
+    qtbot: QtBot, open_dialog: Callable[..., SettingsDialog], service: FakeSettingsService
+) -> None:
+    dialog = open_dialog(FTSERVICE_MAX_EQUITY_NOTIONAL="250000")
+    assert line(dialog, "max_equity_notional").text() == "250,000"  # the environment's value, read-only
+    assert line(dialog, "max_equity_qty").text() == f"{int(SETTINGS_BY_NAME['max_equity_qty'].default):,}"
+    unit = dialog.findChild(QLabel, "daily_loss_limit_unit")
+    assert unit is not None and unit.text() == "dollars, 0 = off"
+    for name in ("max_orders_per_minute", "max_open_orders", "max_price_distance_pct"):
+        label = dialog.findChild(QLabel, f"{name}_unit")
+        assert label is not None and "0 = off" in label.text()
+    retype(qtbot, dialog, "daily_loss_limit", "12500")
+    line(dialog, "daily_loss_limit").editingFinished.emit()
+    assert line(dialog, "daily_loss_limit").text() == "12,500"
+    retype(qtbot, dialog, "max_equity_qty", "20,000")
+    dialog.save_button.click()
+    await wait_until(lambda: len(service.received) == 1)
+    assert service.received == [{"daily_loss_limit": 12500.0, "max_equity_qty": 20000.0}]
+
+
+def test_the_fields_of_a_column_are_equally_wide(open_dialog: Callable[..., SettingsDialog]) -> None:
+    dialog = open_dialog(FTSERVICE_BROKER="fidelity")
+    dialog.resize(1000, 900)
+    dialog.show()
+    risk = dialog.findChild(QGroupBox, "group_risk limits")
+    assert risk is not None
+    widths = {editor.objectName(): editor.width() for editor in risk.findChildren(QLineEdit)}
+    assert len(widths) == 10 and max(widths.values()) - min(widths.values()) <= 1, widths
+    lefts = {editor.mapTo(dialog, editor.rect().topLeft()).x() for editor in risk.findChildren(QLineEdit)}
+    assert len(lefts) == 1, "the fields start at one x"
