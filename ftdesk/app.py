@@ -25,7 +25,7 @@ from ftdesk.brokers.base import Broker
 from ftdesk.brokers.paper.broker import PaperBroker, paper_db_path, reset_world
 from ftdesk.brokers.paper.config import PaperConfig
 from ftdesk.config import SETTINGS, ConfigError, Settings, load_settings
-from ftdesk.data_dir import DataDirDamaged, secure_data_dir, tightened_message
+from ftdesk.data_dir import DataDirDamaged, DataDirSpace, secure_data_dir, tightened_message
 from ftdesk.domain.clock import Clock, SystemClock
 from ftdesk.domain.session import SessionState
 from ftdesk.handoff import hand_off_to_running_instance, instance_running
@@ -199,7 +199,8 @@ class ServiceRuntime:
         self.redactor.add(api_key)
         self._key_store = key_store
         credentials = CredentialStore(vault, settings.data_dir, settings.encryption_key)
-        recorder = await resources.enter_async_context(parts.order_journal(settings, clock))
+        space = DataDirSpace(settings.data_dir)  # kept in reserve for outcomes, halts and cancels on a full disk
+        recorder = await resources.enter_async_context(parts.order_journal(settings, clock, space))
         await resources.enter_async_context(parts.started_broker(broker))
         session = await resources.enter_async_context(parts.brokerage_session(broker, clock, credentials, holder, live))
         # Built now (what reads quotes needs them), run last (below) so they close first.
@@ -224,7 +225,7 @@ class ServiceRuntime:
             resources.push_async_callback(tap.close)
             broker.attach_live_quotes(tap)
         safety = await resources.enter_async_context(
-            parts.safety_guard(settings, recorder, clock, holder, session, quotes, self.problems)
+            parts.safety_guard(settings, recorder, clock, holder, session, quotes, self.problems, space)
         )
         resources.callback(live.add_listener(safety.live_changed))  # every switch of live trading is audited
         in_flight = PlacesInFlight()

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import atexit
 import collections
+import contextlib
 import io
 import logging
 import logging.handlers
@@ -99,6 +100,27 @@ class PrivateRotatingFileHandler(logging.handlers.RotatingFileHandler):
         if self.stream.tell() + len(self.format(record)) + 1 < self.maxBytes:
             return False
         return bool(super().shouldRollover(record))
+
+    def handleError(self, record: logging.LogRecord) -> None:
+        """Say once, in one line on stderr, that the log file cannot be written (a full disk), not per record.
+
+        The records still reach stderr through its own handler; each record tries the file again (a new
+        stream), so the file takes them again once the disk has room.
+        """
+        exc = sys.exc_info()[1]
+        if not isinstance(exc, OSError):
+            super().handleError(record)
+            return
+        if not getattr(self, "_failing", False):
+            self._failing = True
+            sys.stderr.write(
+                f"ftdesk: the log file {self.baseFilename} cannot be written ({exc.strerror}); "
+                "the log goes to stderr only until it can\n"
+            )
+        if self.stream is not None:  # what was buffered is lost either way: drop it, so the next record can try
+            with contextlib.suppress(OSError):
+                self.stream.close()
+            self.stream = None
 
 
 def log_dir(data_dir: Path) -> Path:

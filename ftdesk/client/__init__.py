@@ -30,6 +30,7 @@ from ftdesk.client.errors import (
     RiskLimitError,
     ServiceError,
     ServiceUnreachable,
+    StorageFullError,
     TradingDisabledError,
 )
 from ftdesk.client.models import EventFrame, Health, QuotesAnswer, SessionStatus
@@ -58,6 +59,7 @@ __all__ = (
     "ServiceError",
     "ServiceUnreachable",
     "SessionStatus",
+    "StorageFullError",
     "TradingDisabledError",
     "describe_preview",
     "find_api_key",

@@ -90,6 +90,10 @@ class ServiceError(FtdeskApiError):
     """Another failure of the service (internal error, streaming or credential store unavailable, ...)."""
 
 
+class StorageFullError(ServiceError):
+    """The disk of the service's data dir is full (``STORAGE_FULL``): nothing was sent; free some space."""
+
+
 ERROR_FAMILIES: Mapping[str, type[FtdeskApiError]] = MappingProxyType(
     {
         "API_KEY_INVALID": AuthenticationError,
@@ -114,6 +118,7 @@ ERROR_FAMILIES: Mapping[str, type[FtdeskApiError]] = MappingProxyType(
         "ORDER_REJECTED": OrderRejectedError,
         "BROKER_ERROR": BrokerError,
         "ACTION_MISMATCH": BrokerError,
+        "STORAGE_FULL": StorageFullError,
     }
 )
 """Which exception class each error code raises; a code not listed raises ``ServiceError``."""

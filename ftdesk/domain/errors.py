@@ -182,5 +182,12 @@ class StreamingUnavailable(FtdeskError):
     """A stream cannot be served (e.g. account events without BEPS configuration)."""
 
 
+class StorageFull(FtdeskError):
+    """The data dir's disk is full: ftdesk cannot write down an order action, so it does not start one.
+
+    ``details``: ``data_dir`` and ``free_bytes`` (what the disk had left when the write failed).
+    """
+
+
 class InternalError(FtdeskError):
     """An unexpected failure inside ftdesk; details are in the log, never in the response."""

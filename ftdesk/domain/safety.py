@@ -65,6 +65,12 @@ class HaltOutcome(Record):
     failures: list[CancelFailure] = Field(
         description="Every open order this halt could not cancel (or the listing that failed), with why."
     )
+    saved: bool = Field(
+        default=True,
+        description="True when the halt is on disk (a restart comes back halted). False only when even the space "
+        "kept in reserve for it could not hold it (a full disk): it holds for this run only, and the tray and "
+        "/health problems say so.",
+    )
 
 
 class HaltState(Record):

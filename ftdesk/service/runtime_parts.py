@@ -13,6 +13,7 @@ from typing import Protocol
 
 from ftdesk.brokers.base import Broker
 from ftdesk.config import Settings
+from ftdesk.data_dir import DataDirSpace
 from ftdesk.domain.clock import Clock
 from ftdesk.domain.session import SessionState
 from ftdesk.service.credentials import CredentialStore
@@ -29,13 +30,15 @@ from ftdesk.streaming.hub import QuoteHub
 
 
 @contextlib.asynccontextmanager
-async def order_journal(settings: Settings, clock: Clock) -> AsyncIterator[OrderRecorder]:
+async def order_journal(settings: Settings, clock: Clock, space: DataDirSpace) -> AsyncIterator[OrderRecorder]:
     """Open the order journal first and close it last.
 
     Rows a crashed run left 'pending' become 'unknown' before any new order; an action in flight at stop is still
-    recorded. Which market this run trades on ("paper on Fidelity's market"...) is journaled when it changed.
+    recorded. Which market this run trades on ("paper on Fidelity's market"...) is journaled when it changed. The
+    data dir's space reserve is made first (or freed, at a start on a full disk), for the journal's must-writes.
     """
-    recorder = OrderRecorder(OrderJournal(settings.data_dir / JOURNAL_FILE_NAME, clock))
+    await asyncio.to_thread(space.prepare)
+    recorder = OrderRecorder(OrderJournal(settings.data_dir / JOURNAL_FILE_NAME, clock, space))
     await recorder.open()
     try:
         paper_on_fidelity = settings.broker == "paper" and settings.paper_market == "fidelity"
@@ -87,6 +90,7 @@ async def safety_guard(
     session: SessionManager,
     quotes: QuoteHub,
     known_problems: Sequence[str] = (),
+    space: DataDirSpace | None = None,
 ) -> AsyncIterator[SafetyGuard]:
     """Bring back the kill switch's state from the data dir before the server opens: a halted run stays halted.
 
@@ -94,13 +98,15 @@ async def safety_guard(
     the audit writes still in flight.
     """
     guard = await SafetyGuard.open(
-        SafetyStore(settings.data_dir),
+        SafetyStore(settings.data_dir, space),
         recorder.journal,
         clock,
         settings=holder,
         reads=BrokerReads(session, quotes, clock),
         known_problems=known_problems,
     )
+    if space is not None:
+        guard.watch_space(space)  # a full disk is shown among the problems while it lasts
     try:
         yield guard
     finally:

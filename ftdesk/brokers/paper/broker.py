@@ -47,7 +47,7 @@ from ftdesk.brokers.paper.store import PaperStore
 from ftdesk.brokers.paper.universe import Universe
 from ftdesk.brokers.paper.userdata import USERDATA_SCHEMA, UserData
 from ftdesk.domain.clock import Clock
-from ftdesk.domain.errors import InternalError
+from ftdesk.domain.errors import InternalError, StorageFull
 from ftdesk.domain.market import Quote
 
 log = logging.getLogger(__name__)
@@ -139,9 +139,15 @@ class PaperBroker:
         else:
             seed = secrets.randbits(62)
         boots = int(self.store.get_meta(_BOOTS_KEY) or 0) + 1
-        with self.store.transaction():
-            self.store.set_meta(_SEED_KEY, str(seed))
-            self.store.set_meta(_BOOTS_KEY, str(boots))
+        try:
+            with self.store.transaction():
+                self.store.set_meta(_SEED_KEY, str(seed))
+                self.store.set_meta(_BOOTS_KEY, str(boots))
+        except StorageFull:  # a start on a full disk: this start's ids must still differ from the last one's
+            if stored_seed is None:
+                raise
+            boots += 1 + secrets.randbelow(1 << 30)
+            log.warning("The disk is full: the paper world's start count is not saved this time")
         # Ids must differ across restarts yet repeat for a fresh world with a fixed seed (tests).
         rng = random.Random(f"{seed}:{boots}")
         self._market = MarketSimulator(self.universe, seed, self.clock)
@@ -156,6 +162,7 @@ class PaperBroker:
         # The seeded history is priced on the simulated market, whatever market the world then trades on.
         self.ledger.seed_world(random.Random(seed), self._market)
         self.userdata.seed_world()
+        self.store.compact_log()  # seeding wrote the whole world to the write-ahead log: give that space back
         self.readiness = MarketReadiness(trading, self.store, self.engine)
         trading.on_quote(self._on_quote)
         # The capability groups hold this world's parts; a restart builds them again with the new parts.

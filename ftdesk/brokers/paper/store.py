@@ -7,6 +7,7 @@ drop the last ones), and a transaction that was not committed leaves no trace.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import sqlite3
@@ -15,10 +16,13 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from ftdesk.data_dir import move_aside, sqlite_damage
+from ftdesk.data_dir import is_disk_full, move_aside, sqlite_damage, storage_full_error
 from ftdesk.domain.errors import InternalError
 
 log = logging.getLogger(__name__)
+
+WAL_PAGES = 128
+"""Pages the write-ahead log holds before SQLite copies them into the world and starts it over (512 KiB)."""
 
 _META_SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (
@@ -67,12 +71,20 @@ class PaperStore:
             conn.execute("PRAGMA synchronous=NORMAL")
             conn.execute("PRAGMA foreign_keys=ON")
             conn.execute("PRAGMA busy_timeout=5000")
+            # A small write-ahead log, started over once copied in: the world fits a small or nearly full disk.
+            conn.execute(f"PRAGMA wal_autocheckpoint={WAL_PAGES}")
+            conn.execute(f"PRAGMA journal_size_limit={WAL_PAGES * 4096}")
             for ddl in self._schemas:
                 conn.executescript(ddl)
         except BaseException:
             conn.close()  # a file that is not a database (or a full disk) must not leave the file open
             raise
         self._conn = conn
+
+    def compact_log(self) -> None:
+        """Copy the write-ahead log into the database and cut it back (best effort: a busy or full disk skips it)."""
+        with contextlib.suppress(sqlite3.Error):
+            self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
     def close(self) -> None:
         """Close the database; idempotent."""
@@ -102,11 +114,13 @@ class PaperStore:
         self._depth = 1
         try:
             yield conn
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
-        else:
             conn.execute("COMMIT")
+        except BaseException as exc:
+            if conn.in_transaction:  # a failed commit (a full disk) leaves the transaction open
+                conn.execute("ROLLBACK")
+            if is_disk_full(exc):
+                raise storage_full_error(self.path.parent, "the paper world cannot record this change") from None
+            raise
         finally:
             self._depth = 0
 

@@ -19,23 +19,48 @@ here are blocking and the service calls them through ``asyncio.to_thread``; a lo
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
-import os
 import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from datetime import date, datetime, timedelta
-from enum import StrEnum
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-from pydantic import BaseModel, Field
-
-from ftdesk.data_dir import DATA_DIR_MODE, DATA_FILE_MODE, DataDirDamaged, damaged_copies, move_aside, sqlite_damage
+from ftdesk.data_dir import DataDirSpace, is_disk_full
 from ftdesk.domain.clock import Clock
+from ftdesk.domain.errors import StorageFull
+from ftdesk.service.orders.journal_backlog import JournalBacklog, Write
+from ftdesk.service.orders.journal_file import check_whole, create_journal
+from ftdesk.service.orders.journal_file import start_new_journal as _start_new_journal
+from ftdesk.service.orders.journal_rows import (
+    JournalAction,
+    JournalDraft,
+    JournaledHalt,
+    JournalEntry,
+    KeyClaim,
+    OrderFacts,
+    Outcome,
+    StoredResponse,
+    entry_of,
+)
+
+__all__ = (  # the rows' types live in journal_rows; the journal is where callers find them
+    "JOURNAL_FILE_NAME",
+    "JournalAction",
+    "JournalDraft",
+    "JournalEntry",
+    "JournaledHalt",
+    "KeyClaim",
+    "OrderFacts",
+    "OrderJournal",
+    "Outcome",
+    "StoredResponse",
+    "start_new_journal",
+)
 
 log = logging.getLogger(__name__)
 
@@ -92,132 +117,6 @@ HALT_CUT_SHORT = (
 )
 
 
-@dataclass(frozen=True)
-class JournaledHalt:
-    """The journal's copy of the kill switch: its last halt or resume row."""
-
-    halted: bool
-    time: datetime
-    by: str  # the row's endpoint, e.g. 'safety (api)'
-
-
-class JournalAction(StrEnum):
-    """What an order request asked the broker to do."""
-
-    PREVIEW = "preview"
-    PLACE = "place"
-    CANCEL_PREVIEW = "cancel_preview"
-    CANCEL = "cancel"
-    HALT = "halt"  # the kill switch: who pulled it, what it canceled and what it could not
-    RESUME = "resume"
-    LIVE_SWITCH = "live_switch"  # live trading turned on or off, and by whom
-    MARKET = "market"  # the brokerage and market a run trades on, when it differs from the previous run's
-
-
-class Outcome(StrEnum):
-    """How a journaled order action ended."""
-
-    PENDING = "pending"
-    ACCEPTED = "accepted"
-    REJECTED = "rejected"
-    REFUSED = "refused"
-    ERROR = "error"
-    UNKNOWN = "unknown"
-
-
-@dataclass(frozen=True)
-class OrderFacts:
-    """What the journal records about the order of one request (no bodies, no secrets)."""
-
-    acct_num: str | None = None
-    symbol: str | None = None
-    side: str | None = None
-    qty: float | None = None
-    price: float | None = None
-    conf_nums: tuple[str, ...] = ()
-    orig_conf_nums: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class JournalDraft:
-    """A journal row before it is written: the request, the order facts and the body hash."""
-
-    request_id: str
-    endpoint: str
-    action: JournalAction
-    order_kind: str | None
-    facts: OrderFacts
-    body_hash: str
-    idempotency_key: str | None = None
-
-
-@dataclass(frozen=True)
-class StoredResponse:
-    """The HTTP status and JSON envelope of a place, kept for its Idempotency-Key."""
-
-    status: int
-    body: str
-
-
-@dataclass(frozen=True)
-class KeyClaim:
-    """What the journal knows about an Idempotency-Key when a place arrives with it.
-
-    ``new``: first use, now reserved (``pending``) for this request; ``replay``: a finished request with the
-    same body, ``response`` is its answer; ``in_flight``: the first request is still running; ``unknown``:
-    the service stopped during the first request; ``reused``: the key came with another endpoint or body.
-    """
-
-    state: Literal["new", "replay", "in_flight", "unknown", "reused"]
-    response: StoredResponse | None = None
-
-
-class JournalEntry(BaseModel):
-    """One order action as the journal recorded it."""
-
-    entry_id: int = Field(description="Increasing number of the entry.")
-    time: datetime = Field(description="When the request was recorded, before any broker call (UTC).")
-    finished_time: datetime | None = Field(description="When the outcome was recorded (null while pending).")
-    request_id: str = Field(description="The X-Request-ID of the request, to find it in the service log.")
-    endpoint: str = Field(description="Method and path, e.g. 'POST /api/v1/orders/equity/place'.")
-    action: JournalAction = Field(
-        description="preview, place, cancel_preview or cancel; halt, resume and live_switch record the kill switch "
-        "and the live-trading switch (endpoint says who: 'safety (tray)', 'safety (api)', ...); market records the "
-        'brokerage and market a run trades on (message: e.g. "paper on Fidelity\'s market"), written at a start '
-        "in paper on Fidelity's market and at each later start whose market differs from the previous run's."
-    )
-    order_kind: str | None = Field(
-        description="equity, option, multi_leg, replace, conditional or conditional_replace; null for cancels."
-    )
-    acct_num: str | None
-    symbol: str | None = Field(
-        description="The symbol; a multi-leg order's underlying; a conditional order's distinct leg symbols "
-        "joined with '/'. Null for cancels (the order is named by conf_num)."
-    )
-    side: str | None = Field(
-        description="The action code (B, S, SS, BC, ...); for multi-leg and conditional orders each leg's, "
-        "joined with '/'; for cancels the action_code sent."
-    )
-    qty: float | None = Field(description="Shares or contracts; for multi-leg and conditional orders the first leg's.")
-    price: float | None = Field(
-        description="The limit price (net price for multi-leg), else the stop price; null for market orders."
-    )
-    conf_num: str | None = Field(description="The first of conf_nums, for convenience.")
-    conf_nums: list[str] = Field(
-        description="conf_num(s) of the order: those a place or cancel carried, or those the broker returned."
-    )
-    orig_conf_nums: list[str] = Field(description="The orders a replace or conditional replace replaces.")
-    body_hash: str = Field(description="SHA-256 of the validated request body (the body itself is not kept).")
-    idempotency_key: str | None = Field(description="The Idempotency-Key header of a place, if sent.")
-    outcome: Outcome = Field(
-        description="pending (broker call in flight), accepted, rejected (the broker said no), refused (ftdesk "
-        "refused before the broker: live-trading gate, preview binding, Idempotency-Key), error (the call "
-        "failed, e.g. AUTH_REQUIRED), unknown (the service stopped during the broker call: check the broker)."
-    )
-    error_code: str | None = Field(description="The error code the client received, when not accepted.")
-    message: str | None = Field(description="The error message, or the broker's message for an accepted place.")
-
-
 def _iso(moment: datetime) -> str:
     return moment.isoformat(timespec="microseconds")
 
@@ -226,62 +125,33 @@ class JournalClosed(RuntimeError):
     """The journal is not open."""
 
 
-NEW_JOURNAL_COMMAND = "ftdesk --new-journal"
-"""Starts a new, empty order journal after the old one was found damaged (the damaged copy is kept)."""
-
-
-def _refusal(path: Path, what: str) -> DataDirDamaged:
-    return DataDirDamaged(
-        f"The order journal {path} {what}. ftdesk never trades without its journal, so it did not start: check "
-        f"your open orders at the broker, then start a new journal with: {NEW_JOURNAL_COMMAND} "
-        "(the damaged copy stays where it is)"
-    )
-
-
-def create_journal(path: Path) -> None:
-    """Create an empty journal with its tables; a journal that exists is left as it is.
-
-    Made under a temporary name and renamed into place, so a journal file is never empty: an empty one at
-    ``path`` is one that was emptied since, i.e. damaged.
-    """
-    if path.exists():
-        return
-    path.parent.mkdir(mode=DATA_DIR_MODE, parents=True, exist_ok=True)
-    building = path.with_name(path.name + ".new")
-    for stale in (building, *(building.with_name(building.name + s) for s in ("-wal", "-shm", "-journal"))):
-        stale.unlink(missing_ok=True)
-    os.close(os.open(building, os.O_WRONLY | os.O_CREAT | os.O_EXCL, DATA_FILE_MODE))
-    conn = sqlite3.connect(building, isolation_level=None)
-    try:
-        conn.execute("PRAGMA journal_mode=WAL")
-        conn.executescript(_SCHEMA)
-        conn.execute(f"PRAGMA user_version={_SCHEMA_VERSION}")
-    finally:
-        conn.close()
-    os.replace(building, path)
-
-
 def start_new_journal(path: Path) -> str:
     """Create a new journal after a damaged one was moved aside (``ftdesk --new-journal``); return what it did."""
-    copies = damaged_copies(path)
-    if path.exists():
-        damage = sqlite_damage(path)
-        if damage is None:
-            return f"The order journal {path} is whole; nothing to do"
-        copies.append(move_aside(path))
-    create_journal(path)
-    kept = ", ".join(copy.name for copy in copies) or "none"
-    return f"Started a new order journal at {path}; damaged copies kept beside it: {kept}"
+    return _start_new_journal(path, _SCHEMA, _SCHEMA_VERSION)
+
+
+# Actions whose row may wait in memory on a full disk while the broker is called anyway: they reduce risk.
+_RISK_REDUCING = frozenset({JournalAction.CANCEL, JournalAction.CANCEL_PREVIEW, JournalAction.HALT})
+WAL_PAGES = 64
+"""Pages the journal's write-ahead log holds before SQLite copies them into the journal and starts it over, so
+the log stays small (256 KiB) on a small or nearly full disk."""
 
 
 class OrderJournal:
-    """The SQLite order journal and Idempotency-Key store (blocking: call it through ``asyncio.to_thread``)."""
+    """The SQLite order journal and Idempotency-Key store (blocking: call it through ``asyncio.to_thread``).
 
-    def __init__(self, path: Path, clock: Clock) -> None:
+    On a full disk (``space``): a new preview or place is refused with ``STORAGE_FULL`` (nothing is sent);
+    every write that must not be lost (an outcome, a cancel, a halt) first frees the data dir's space reserve and,
+    if the disk is still full, waits in memory (``journal_backlog``) and is written once there is room.
+    """
+
+    def __init__(self, path: Path, clock: Clock, space: DataDirSpace | None = None) -> None:
         self.path = path
         self._clock = clock
         self._conn: sqlite3.Connection | None = None
         self._lock = threading.Lock()
+        self.space = space
+        self._backlog = JournalBacklog()
 
     # --- lifecycle -------------------------------------------------------------------------------
 
@@ -290,23 +160,24 @@ class OrderJournal:
         with self._lock:
             if self._conn is not None:
                 return 0
-            self._check_whole()
+            check_whole(self.path)
             # Created 0600 before SQLite opens it: SQLite gives its -wal, -shm and -journal files the database's mode.
-            create_journal(self.path)
+            create_journal(self.path, _SCHEMA, _SCHEMA_VERSION)
             conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
             conn.row_factory = sqlite3.Row
             try:
                 conn.execute("PRAGMA journal_mode=WAL")
                 conn.execute("PRAGMA synchronous=FULL")
                 conn.execute("PRAGMA busy_timeout=5000")
-                conn.executescript(_SCHEMA)
-                conn.execute(f"PRAGMA user_version={_SCHEMA_VERSION}")
+                conn.execute(f"PRAGMA wal_autocheckpoint={WAL_PAGES}")
+                conn.execute(f"PRAGMA journal_size_limit={WAL_PAGES * 4096}")
             except BaseException:
                 conn.close()
                 raise
             self._conn = conn
             now = self._clock.now()
-            with self._transaction() as tx:
+
+            def mark_unknown(tx: sqlite3.Connection, _resolve: Any) -> int:
                 tx.execute(
                     "UPDATE order_journal SET outcome = ?, message = ?, finished_time = ?"
                     " WHERE outcome = ? AND action = ?",
@@ -318,23 +189,15 @@ class OrderJournal:
                 ).rowcount
                 tx.execute("UPDATE idempotency_keys SET state = 'unknown' WHERE state = 'pending'")
                 tx.execute("DELETE FROM idempotency_keys WHERE created < ?", (_iso(now - IDEMPOTENCY_RETENTION),))
+                return int(unknown)
+
+            found = self._write(mark_unknown, "rows a stopped run left pending marked unknown", must=True)
+            unknown = int(found) if isinstance(found, int) and found > 0 else 0
         if unknown:
             log.warning(
                 "Order journal: %d order action(s) were in flight when the service stopped; marked 'unknown'", unknown
             )
         return int(unknown)
-
-    def _check_whole(self) -> None:
-        """Refuse a damaged journal (moved aside, never replaced) and a missing one whose damaged copy is here.
-
-        The refusal is one line the caller tells (stderr and the log) as the start fails.
-        """
-        damage = sqlite_damage(self.path)
-        if damage is not None:
-            moved = move_aside(self.path)
-            raise _refusal(self.path, f"was damaged ({damage}); it was moved to {moved.name}")
-        if not self.path.exists() and (copies := damaged_copies(self.path)):
-            raise _refusal(self.path, f"is missing and its damaged copy {copies[-1].name} is beside it")
 
     def close(self) -> None:
         """Close the journal; idempotent."""
@@ -345,24 +208,93 @@ class OrderJournal:
 
     @contextmanager
     def _transaction(self) -> Iterator[sqlite3.Connection]:
-        """One write transaction (the caller holds the lock)."""
+        """One write transaction (the caller holds the lock); a failed commit (a full disk) is rolled back."""
         if self._conn is None:
             raise JournalClosed(f"The order journal {self.path} is not open")
         conn = self._conn
         conn.execute("BEGIN IMMEDIATE")
         try:
             yield conn
+            conn.execute("COMMIT")
         except BaseException:
-            conn.execute("ROLLBACK")
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
             raise
-        conn.execute("COMMIT")
+
+    def _write(self, write: Write, what: str, *, must: bool, inserts_row: bool = False) -> Any:
+        """Make one write (the caller holds the lock), after the writes kept from a full disk.
+
+        A full disk: a write that may fail raises ``STORAGE_FULL``; one that must not (``must``) frees the space
+        reserve and tries again, then waits in the backlog (returning a row's temporary entry id, or None).
+        """
+        self._flush_backlog()
+        if not len(self._backlog):
+            try:
+                return self._once(write)
+            except (sqlite3.Error, OSError) as exc:
+                if not is_disk_full(exc):
+                    raise
+                if not must:
+                    raise self._full(what) from None
+            self._make_room(what)
+            try:
+                return self._once(write)
+            except (sqlite3.Error, OSError) as exc:
+                if not is_disk_full(exc):
+                    raise
+        elif not must:  # writes are waiting for room: a new order action would only join them
+            raise self._full(what)
+        return self._backlog.keep(write, what, inserts_row=inserts_row)
+
+    def _once(self, write: Write) -> Any:
+        with self._transaction() as tx:
+            result = write(tx, self._backlog.entry_id)
+        if self.space is not None and self.space.full:
+            self.space.check()  # room again: the reserve is made again, previews and places work again
+        return result
+
+    def _flush_backlog(self) -> None:
+        if not len(self._backlog):
+            return
+        try:
+            with self._transaction() as tx:
+                made = self._backlog.flush(tx)
+        except (sqlite3.Error, OSError) as exc:
+            if not is_disk_full(exc):
+                log.exception("Order journal: could not write the writes kept in memory")
+            return
+        self._backlog.written(made)
+
+    def _make_room(self, what: str) -> None:
+        assert self._conn is not None
+        with contextlib.suppress(sqlite3.Error):  # the write-ahead log copied into the journal, cut back: space
+            self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        if self.space is not None:
+            self.space.release(what)
+
+    def _full(self, what: str) -> Exception:
+        if self.space is not None:
+            return self.space.note_full(f"the order journal cannot record {what}, so nothing was sent to the broker")
+        return StorageFull(f"The disk of {self.path.parent} is full: the order journal cannot record {what}")
 
     # --- journal rows ----------------------------------------------------------------------------
 
     def begin(self, draft: JournalDraft) -> int:
-        """Record an order action as ``pending`` (before the broker call); return its entry id."""
-        with self._lock, self._transaction() as tx:
-            return self._insert(tx, draft, Outcome.PENDING, None, None)
+        """Record an order action as ``pending`` (before the broker call); return its entry id.
+
+        On a full disk a preview or place raises ``STORAGE_FULL``; a cancel or halt gets its row kept in memory
+        (a temporary, negative entry id) and goes on: a cancel reduces risk.
+        """
+        what = f"{draft.action.value} {draft.endpoint} (request {draft.request_id})"
+        must = draft.action in _RISK_REDUCING
+        with self._lock:
+            entry_id = self._write(
+                lambda tx, _resolve: self._insert(tx, draft, Outcome.PENDING, None, None),
+                what,
+                must=must,
+                inserts_row=True,
+            )
+            return int(entry_id)
 
     def record(
         self,
@@ -374,13 +306,18 @@ class OrderJournal:
         release_key: str | None = None,
     ) -> int:
         """Record a finished action in one row (a refusal); optionally free a reserved Idempotency-Key."""
-        with self._lock, self._transaction() as tx:
+
+        def write(tx: sqlite3.Connection, _resolve: Any) -> int:
             entry_id = self._insert(tx, draft, outcome, error_code, message)
             if outcome is not Outcome.PENDING:
                 tx.execute("UPDATE order_journal SET finished_time = time WHERE entry_id = ?", (entry_id,))
             if release_key is not None:
                 self._release(tx, release_key)
             return entry_id
+
+        what = f"{draft.action.value} {draft.endpoint} {outcome.value}: {message or error_code or ''}"
+        with self._lock:
+            return int(self._write(write, what, must=True, inserts_row=True))
 
     def finish(
         self,
@@ -393,28 +330,51 @@ class OrderJournal:
         key: str | None = None,
         response: StoredResponse | None = None,
     ) -> None:
-        """Record the outcome of a pending action; store (``response``) or free (``None``) its Idempotency-Key."""
-        with self._lock, self._transaction() as tx:
-            assignments = "outcome = ?, error_code = ?, message = ?, finished_time = ?"
-            values: list[Any] = [outcome.value, error_code, message, _iso(self._clock.now())]
-            if conf_nums:
-                assignments += ", conf_nums = ?"
-                values.append(json.dumps(list(conf_nums)))
-            tx.execute(f"UPDATE order_journal SET {assignments} WHERE entry_id = ?", (*values, entry_id))
-            if key is not None:
-                if outcome is Outcome.UNKNOWN:
-                    tx.execute(
-                        "UPDATE idempotency_keys SET state = 'unknown', entry_id = ? WHERE idempotency_key = ?",
-                        (entry_id, key),
-                    )
-                elif response is None:
-                    self._release(tx, key)
-                else:
-                    tx.execute(
-                        "UPDATE idempotency_keys SET state = 'done', status = ?, response = ?, entry_id = ?"
-                        " WHERE idempotency_key = ?",
-                        (response.status, response.body, entry_id, key),
-                    )
+        """Record the outcome of a pending action; store (``response``) or free (``None``) its Idempotency-Key.
+
+        The outcome of an action the broker was asked for is never lost: on a full disk it waits in memory.
+        """
+        finished = _iso(self._clock.now())
+
+        def write(tx: sqlite3.Connection, resolve: Any) -> None:
+            self._finish(tx, resolve(entry_id), outcome, finished, conf_nums, error_code, message, key, response)
+
+        what = f"the outcome of entry {entry_id}: {outcome.value} {' '.join(conf_nums or ())} {message or ''}"
+        with self._lock:
+            self._write(write, what.strip(), must=True)
+
+    def _finish(
+        self,
+        tx: sqlite3.Connection,
+        entry_id: int,
+        outcome: Outcome,
+        finished: str,
+        conf_nums: Sequence[str] | None,
+        error_code: str | None,
+        message: str | None,
+        key: str | None,
+        response: StoredResponse | None,
+    ) -> None:
+        assignments = "outcome = ?, error_code = ?, message = ?, finished_time = ?"
+        values: list[Any] = [outcome.value, error_code, message, finished]
+        if conf_nums:
+            assignments += ", conf_nums = ?"
+            values.append(json.dumps(list(conf_nums)))
+        tx.execute(f"UPDATE order_journal SET {assignments} WHERE entry_id = ?", (*values, entry_id))
+        if key is not None:
+            if outcome is Outcome.UNKNOWN:
+                tx.execute(
+                    "UPDATE idempotency_keys SET state = 'unknown', entry_id = ? WHERE idempotency_key = ?",
+                    (entry_id, key),
+                )
+            elif response is None:
+                self._release(tx, key)
+            else:
+                tx.execute(
+                    "UPDATE idempotency_keys SET state = 'done', status = ?, response = ?, entry_id = ?"
+                    " WHERE idempotency_key = ?",
+                    (response.status, response.body, entry_id, key),
+                )
 
     def _insert(
         self,
@@ -490,7 +450,7 @@ class OrderJournal:
                 " ORDER BY entry_id DESC LIMIT ?",
                 (first, first, last, last, limit),
             ).fetchall()
-        return [_entry(row) for row in rows]
+        return [entry_of(row) for row in rows]
 
     def last_halt(self) -> JournaledHalt | None:
         """Return the journal's copy of the kill switch (its newest halt or resume row), or None if it has none."""
@@ -514,15 +474,24 @@ class OrderJournal:
 
     def claim_key(self, key: str, endpoint: str, body_hash: str) -> KeyClaim:
         """Look an Idempotency-Key up and, on first use, reserve it for this request (one transaction)."""
-        with self._lock, self._transaction() as tx:
-            row = tx.execute("SELECT * FROM idempotency_keys WHERE idempotency_key = ?", (key,)).fetchone()
-            if row is None:
+        created = _iso(self._clock.now())
+
+        def write(tx: sqlite3.Connection, _resolve: Any) -> sqlite3.Row | None:
+            found: sqlite3.Row | None = tx.execute(
+                "SELECT * FROM idempotency_keys WHERE idempotency_key = ?", (key,)
+            ).fetchone()
+            if found is None:
                 tx.execute(
                     "INSERT INTO idempotency_keys (idempotency_key, endpoint, body_hash, state, created)"
                     " VALUES (?, ?, ?, 'pending', ?)",
-                    (key, endpoint, body_hash, _iso(self._clock.now())),
+                    (key, endpoint, body_hash, created),
                 )
-                return KeyClaim("new")
+            return found
+
+        with self._lock:
+            row = self._write(write, f"the Idempotency-Key of a place to {endpoint}", must=False)
+        if row is None:
+            return KeyClaim("new")
         if row["endpoint"] != endpoint or row["body_hash"] != body_hash:
             return KeyClaim("reused")
         if row["state"] == "done":
@@ -533,35 +502,9 @@ class OrderJournal:
 
     def release_key(self, key: str) -> None:
         """Forget a reserved key whose request never reached the broker."""
-        with self._lock, self._transaction() as tx:
-            self._release(tx, key)
+        with self._lock:
+            self._write(lambda tx, _resolve: self._release(tx, key), "an Idempotency-Key freed", must=True)
 
     @staticmethod
     def _release(tx: sqlite3.Connection, key: str) -> None:
         tx.execute("DELETE FROM idempotency_keys WHERE idempotency_key = ? AND state = 'pending'", (key,))
-
-
-def _entry(row: sqlite3.Row) -> JournalEntry:
-    conf_nums = json.loads(row["conf_nums"])
-    return JournalEntry(
-        entry_id=row["entry_id"],
-        time=datetime.fromisoformat(row["time"]),
-        finished_time=datetime.fromisoformat(row["finished_time"]) if row["finished_time"] else None,
-        request_id=row["request_id"],
-        endpoint=row["endpoint"],
-        action=JournalAction(row["action"]),
-        order_kind=row["order_kind"],
-        acct_num=row["acct_num"],
-        symbol=row["symbol"],
-        side=row["side"],
-        qty=row["qty"],
-        price=row["price"],
-        conf_num=conf_nums[0] if conf_nums else None,
-        conf_nums=conf_nums,
-        orig_conf_nums=json.loads(row["orig_conf_nums"]),
-        body_hash=row["body_hash"],
-        idempotency_key=row["idempotency_key"],
-        outcome=Outcome(row["outcome"]),
-        error_code=row["error_code"],
-        message=row["message"],
-    )

@@ -17,7 +17,15 @@ from datetime import date
 from typing import Any, TypeVar
 
 from ftdesk.brokers.capabilities import OrdersApi
-from ftdesk.domain.errors import Conflict, FtdeskError, InternalError, NotFound, OrderRejected, ValidationFailed
+from ftdesk.domain.errors import (
+    Conflict,
+    FtdeskError,
+    InternalError,
+    NotFound,
+    OrderRejected,
+    StorageFull,
+    ValidationFailed,
+)
 from ftdesk.domain.orders import ConditionalPreview, OrderPlacement, OrderPreview
 from ftdesk.service.orders.commands import Command, dispatch
 from ftdesk.service.orders.journal import (
@@ -158,13 +166,17 @@ class OrderRecorder:
         """Write the ``pending`` row; if that fails, free the key, and nothing is sent to the broker."""
         try:
             return await asyncio.to_thread(self.journal.begin, ticket.draft(command))
-        except Exception:
-            log.exception("The order journal could not be written (request %s)", ticket.request_id)
+        except Exception as exc:
+            full = isinstance(exc, StorageFull)  # said in one line by the journal, and to the client as it is
+            if not full:
+                log.exception("The order journal could not be written (request %s)", ticket.request_id)
             if ticket.idempotency_key is not None:
                 try:
                     await asyncio.to_thread(self.journal.release_key, ticket.idempotency_key)
                 except Exception:
                     log.exception("Could not free Idempotency-Key of request %s", ticket.request_id)
+            if full:
+                raise
             raise InternalError(
                 "The order journal could not be written, so nothing was sent to the broker; "
                 f"the service log has the details under request id {ticket.request_id}"

@@ -23,7 +23,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from ftdesk.data_dir import DataDirSpace
 from ftdesk.domain.clock import Clock, trading_day
+from ftdesk.domain.errors import FtdeskError
 from ftdesk.domain.safety import HaltState, LiveSwitchChange, RiskLimitExceeded, TradingHalted, limit_details
 from ftdesk.service.orders.journal import JournalAction, JournalDraft, OrderFacts, OrderJournal, Outcome
 from ftdesk.service.safety.limits import LimitChecker, order_lines
@@ -32,6 +34,9 @@ from ftdesk.service.safety.store import SafetyRecord, SafetyStore
 from ftdesk.service.switches import SettingsHolder
 
 log = logging.getLogger(__name__)
+
+_UNSAVED = "The kill switch's state could not be saved"  # how the problem lines of each kind begin
+_DISK_FULL = "The disk of the data dir"
 
 HALTED_MESSAGE = (
     "Trading is halted (kill switch, since {since} by {by}): previews and places are refused until the trader "
@@ -85,6 +90,8 @@ class SafetyGuard:
         self._reads = reads
         self.limits = LimitChecker(clock, lambda: settings.current if settings is not None else None)
         self.problems: list[str] = []  # one line each: what the trader must know about the data dir's files
+        self.saved = True  # whether the last change of the kill switch's state reached the disk
+        self._space: DataDirSpace | None = None
         self._requests_may_proceed = asyncio.Event()  # held closed while a start-up sweep runs
         self._requests_may_proceed.set()
 
@@ -245,6 +252,8 @@ class SafetyGuard:
     async def set_halted(self, source: str, reason: str | None) -> tuple[HaltState, bool]:
         """Turn the kill switch on (kept if already on) and persist it; return the state and whether it was on."""
         already = self._record.halt.halted
+        if self._space is not None:  # a disk nearly full: the halt, its rows and its cancels get the reserve
+            await asyncio.to_thread(self._space.release_if_short, "a halt and its cancels")
         if not already:
             halt = HaltState(halted=True, since=self._clock.now(), by=source, reason=reason)
             await self._change(dataclasses.replace(self._record, halt=halt))
@@ -332,8 +341,34 @@ class SafetyGuard:
         self._notify()
         try:
             await self._save()
-        except Exception:
-            log.exception("Could not write the safety file; the state holds for this run only")
+        except Exception as exc:
+            self.saved = False
+            why = exc.message if isinstance(exc, FtdeskError) else type(exc).__name__
+            problem = f"{_UNSAVED} to {self._store.path} ({why}): it holds for this run only"
+            log.error("%s", problem)
+            self._set_problem(_UNSAVED, problem)
+        else:
+            self.saved = True
+            self._set_problem(_UNSAVED, None)
+
+    def watch_space(self, space: DataDirSpace) -> None:
+        """Show a full data-dir disk among the problems (the tray, /health) while it lasts."""
+        loop = asyncio.get_running_loop()
+        self._space = space
+
+        def changed() -> None:  # called from the journal's worker threads
+            loop.call_soon_threadsafe(lambda: self._set_problem(_DISK_FULL, space.problem()))
+
+        space.add_listener(changed)
+        self._set_problem(_DISK_FULL, space.problem())
+
+    def _set_problem(self, kind: str, line: str | None) -> None:
+        """Replace the problem line of one kind (None: it is over) and tell the listeners when it changed."""
+        kept = [p for p in self.problems if not p.startswith(kind)]
+        wanted = kept + ([line] if line else [])
+        if wanted != self.problems:
+            self.problems[:] = wanted
+            self._notify()
 
     async def _save(self) -> None:
         # Writes run in threads; taken one at a time and each writing the record as it is when its turn comes,

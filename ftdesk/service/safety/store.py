@@ -8,6 +8,7 @@ HALTED (the safe reading of "we do not know"), with the reason saying so.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -17,12 +18,14 @@ from datetime import date, datetime
 from pathlib import Path
 from typing import Any
 
-from ftdesk.data_dir import DATA_DIR_MODE, DATA_FILE_MODE, move_aside
+from ftdesk.data_dir import DATA_DIR_MODE, DATA_FILE_MODE, DataDirSpace, is_disk_full, move_aside
 from ftdesk.domain.safety import HaltState, LiveSwitchChange
 
 log = logging.getLogger(__name__)
 
 SAFETY_FILE_NAME = "safety.json"
+RECORD_BYTES = 2048
+"""Size the safety file is padded to, so it can be rewritten in place on a full disk."""
 
 
 @dataclass(frozen=True)
@@ -46,8 +49,9 @@ class SafetyRecord:
 class SafetyStore:
     """Reads and writes ``safety.json``; blocking, so the service calls it through ``asyncio.to_thread``."""
 
-    def __init__(self, data_dir: Path) -> None:
+    def __init__(self, data_dir: Path, space: DataDirSpace | None = None) -> None:
         self.path = data_dir / SAFETY_FILE_NAME
+        self.space = space
         self.notices: list[str] = []  # one line each: a damaged file this store moved aside
 
     def load(self, now: datetime) -> SafetyRecord:
@@ -93,17 +97,45 @@ class SafetyStore:
         return _unreadable(now, f"the safety file was damaged ({why}) and {moved}")
 
     def save(self, record: SafetyRecord) -> None:
-        """Replace the stored record atomically (0600)."""
+        """Replace the stored record atomically (0600); on a full disk, make room or rewrite the file in place.
+
+        The document is padded to ``RECORD_BYTES``, so the file's blocks always hold a record: when the disk is
+        full even after the space reserve is freed, the record is written over the old one in place (which
+        needs no new space) rather than not at all. Raise ``StorageFull`` when neither works.
+        """
         document: dict[str, Any] = {
             "halt": record.halt.model_dump(mode="json"),
             "last_live_change": record.last_live_change.model_dump(mode="json") if record.last_live_change else None,
             "loss_halted": [[acct, day.isoformat()] for acct, day in record.loss_halted],
         }
+        text = json.dumps(document, indent=2)
+        text += " " * (RECORD_BYTES - len(text.encode())) + "\n"  # JSON allows trailing blanks
         self.path.parent.mkdir(mode=DATA_DIR_MODE, parents=True, exist_ok=True)
+        try:
+            self._replace(text)
+            return
+        except OSError as exc:
+            if not is_disk_full(exc):
+                raise
+        if self.space is not None and self.space.release("the kill switch's record"):
+            with contextlib.suppress(OSError):
+                self._replace(text)
+                return
+        try:
+            self._overwrite(text)
+        except OSError as exc:
+            if not is_disk_full(exc):
+                raise
+            if self.space is not None:
+                raise self.space.note_full("the safety file cannot be written") from None
+            raise
+        log.warning("The disk is full: the safety file %s was rewritten in place", self.path)
+
+    def _replace(self, text: str) -> None:
         fd, tmp = tempfile.mkstemp(prefix=".safety-", dir=self.path.parent)  # mkstemp makes it 0600
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                json.dump(document, handle, indent=2)
+                handle.write(text)
                 handle.flush()
                 os.fsync(handle.fileno())
             if os.name == "posix":
@@ -112,6 +144,17 @@ class SafetyStore:
         except BaseException:
             Path(tmp).unlink(missing_ok=True)
             raise
+
+    def _overwrite(self, text: str) -> None:
+        """Write the record over the file's own blocks (a crash halfway reads as halted, never as trading)."""
+        fd = os.open(self.path, os.O_WRONLY)  # FileNotFoundError: no file to rewrite, nothing to gain
+        try:
+            data = text.encode()
+            os.pwrite(fd, data, 0)
+            os.ftruncate(fd, len(data))
+            os.fsync(fd)
+        finally:
+            os.close(fd)
 
 
 def _unreadable(now: datetime, why: str) -> SafetyRecord:

@@ -150,6 +150,7 @@ class KillSwitch:
                 live_was_on=live_was_on,
                 canceled=canceled,
                 failures=failures,
+                saved=guard.saved,
             )
             conf_nums = tuple(c.conf_num for c in canceled)
             error_code = "CANCEL_FAILED" if failures else None

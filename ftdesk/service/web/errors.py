@@ -120,6 +120,16 @@ ERROR_TABLE: Mapping[type[e.FtdeskError], ErrorSpec] = MappingProxyType(
             "failed or timed out; the message says which. `details.reason` `UPSTREAM_BUSY` (Fidelity too busy for a "
             "read) or `LOGIN_RATE_LIMITED` come with `details.retry_after`, seconds.",
         ),
+        # 507 Insufficient Storage (RFC 4918): the request is fine, the service cannot record it. The client maps
+        # it to its ServiceError family (StorageFullError).
+        e.StorageFull: ErrorSpec(
+            "STORAGE_FULL",
+            507,
+            "The disk of ftdesk's data dir is full: the order journal cannot be written, so previews and places are "
+            "refused before they reach the broker. Cancels and the kill switch still work (on reserved space). "
+            "`details.data_dir` names the dir, `details.free_bytes` its free space. Free some space; ftdesk goes on "
+            "by itself.",
+        ),
         e.InternalError: ErrorSpec(
             "INTERNAL_ERROR",
             500,
