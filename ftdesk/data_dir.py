@@ -109,19 +109,25 @@ def sqlite_damage(path: Path) -> str | None:
 
     A file that does not exist is not damaged (it will be created). A database ftdesk made is never empty:
     it is created with its header before it is used, so zero bytes is a file emptied since.
+    A file that cannot be opened at all (a folder in its place, no permission) is not called damaged either:
+    opening it fails with that error, as it should.
     """
     try:
-        size = path.stat().st_size
+        status = path.stat()
     except FileNotFoundError:
         return None
-    if size == 0:
+    if not stat.S_ISREG(status.st_mode):
+        return None
+    if status.st_size == 0:
         return "it is empty (0 bytes)"
     try:
         conn = sqlite3.connect(path)
-    except sqlite3.Error as exc:
-        return f"it cannot be opened as a database ({exc})"
+    except sqlite3.Error:
+        return None
     try:
         rows = conn.execute("PRAGMA quick_check").fetchall()
+    except sqlite3.OperationalError:  # could not be read (locked, no permission): not what it holds
+        return None
     except sqlite3.DatabaseError as exc:
         return f"it is not a whole database ({exc})"
     finally:

@@ -134,11 +134,11 @@ async def test_a_broker_that_cannot_open_its_world_fails_the_start_and_the_journ
     warm: None, make_settings: Callable[..., Settings], memory_keyring: InMemoryKeyring
 ) -> None:
     settings = make_settings(FTSERVICE_API_KEY=TEST_API_KEY)
-    world = paper_db_path(settings.data_dir)
-    world.parent.mkdir(parents=True, exist_ok=True)
-    world.write_bytes(b"this is not a SQLite database, it is a file a crash left half-written" * 100)
+    # A folder where the world's file belongs: it cannot be opened. (A damaged world file is moved aside and a
+    # fresh world started instead: test_fault_processes.)
+    paper_db_path(settings.data_dir).mkdir(parents=True)
     was = before()
-    await start_fails(runtime_for(settings, memory_keyring), sqlite3.DatabaseError)
+    await start_fails(runtime_for(settings, memory_keyring), (OSError, sqlite3.Error))  # type: ignore[arg-type]
     assert (settings.data_dir / JOURNAL_FILE_NAME).exists(), "the journal opened before the broker failed"
     assert was.leftovers() == []
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import os
 import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
@@ -163,6 +164,7 @@ class OrderJournal:
             check_whole(self.path)
             # Created 0600 before SQLite opens it: SQLite gives its -wal, -shm and -journal files the database's mode.
             create_journal(self.path, _SCHEMA, _SCHEMA_VERSION)
+            os.close(os.open(self.path, os.O_WRONLY))  # a folder in its place fails here, as an OSError
             conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
             conn.row_factory = sqlite3.Row
             try:
