@@ -44,11 +44,9 @@ async def in_accounts(call: Call[Any, Any], operation: Callable[[AccountsApi], A
     return await context(call).session.run(lambda broker: operation(broker.accounts))
 
 
-async def in_orders(
-    call: Call[Any, Any], operation: Callable[[OrdersApi], Awaitable[T]], *, retry_on_expiry: bool = True
-) -> T:
-    """Run an orders call inside the brokerage session (a place passes ``retry_on_expiry=False``)."""
-    return await context(call).session.run(lambda broker: operation(broker.orders), retry_on_expiry=retry_on_expiry)
+async def in_orders(call: Call[Any, Any], operation: Callable[[OrdersApi], Awaitable[T]]) -> T:
+    """Run an orders read inside the brokerage session (previews, places and cancels go through the order desk)."""
+    return await context(call).session.run(lambda broker: operation(broker.orders))
 
 
 async def in_market_data(call: Call[Any, Any], operation: Callable[[MarketDataApi], Awaitable[T]]) -> T:

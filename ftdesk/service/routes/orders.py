@@ -1,6 +1,6 @@
 """Orders as they stand: status, detail, the journal, staged (saved) orders and trade agreements.
 
-None of these places, changes or cancels an order; the safety rules of those are in ``order_tickets``.
+None of these places, changes or cancels an order; those go through the order desk (``OrderDesk.PLACE_RULES``).
 """
 
 from __future__ import annotations
