@@ -357,6 +357,8 @@ class OrderDesk:
         )
 
     # The one statement of the place rules, in the order they apply; the served description is made from it.
+    # A new step (say, holding a place for the trader's approval) is one more PlaceRule at its place in this
+    # table, with its step method above and its collaborator in the constructor.
     PLACE_RULES: ClassVar[tuple[PlaceRule, ...]] = (
         PlaceRule(
             "Idempotency-Key",
