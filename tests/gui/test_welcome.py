@@ -235,10 +235,11 @@ async def test_a_first_start_that_was_headless_leaves_the_welcome_for_the_first_
     data_dir = headless.settings().data_dir
     await headless.app.shutdown()
     welcome_mark(data_dir).unlink()
-    for name in ("journal.sqlite3", WELCOME_PENDING_NAME):
-        (data_dir / name).unlink(missing_ok=True)
+    (data_dir / WELCOME_PENDING_NAME).unlink(missing_ok=True)
+    journal = data_dir / "journal.sqlite3"
+    kept = journal.rename(data_dir / "journal.kept")  # a real journal: an empty file is a damaged one
     note_headless_start(data_dir)  # what `ftdesk --headless` does before it serves, on a fresh data dir
-    (data_dir / "journal.sqlite3").touch()  # and serving leaves the journal behind
+    kept.rename(journal)  # and serving leaves the journal behind
     pending = data_dir / WELCOME_PENDING_NAME
     assert pending.exists() and stat.S_IMODE(pending.stat().st_mode) == 0o600
 
