@@ -83,9 +83,7 @@ GROUPS: tuple[tuple[str, tuple[Row, ...]], ...] = (
     ),
     (
         "Streaming",
-        (
-            Row("unsubscribe_delay", "Unsubscribe delay", Kind.TEXT, unit="seconds"),
-        ),
+        (Row("unsubscribe_delay", "Unsubscribe delay", Kind.TEXT, unit="seconds"),),
     ),
     (
         FIDELITY_GROUP,
