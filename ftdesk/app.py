@@ -36,6 +36,7 @@ from ftdesk.service.control import ServiceControl, ServiceNotRunning
 from ftdesk.service.credentials import CredentialStore
 from ftdesk.service.first_run import note_headless_start
 from ftdesk.service.keys import ApiKeyStore, SecretVault
+from ftdesk.service.orders.approvals import ApprovalBook
 from ftdesk.service.orders.desk import OrderDesk
 from ftdesk.service.orders.journal import JOURNAL_FILE_NAME, start_new_journal
 from ftdesk.service.orders.previews import PreviewBook
@@ -231,7 +232,10 @@ class ServiceRuntime:
         in_flight = PlacesInFlight()
         kill_switch = KillSwitch(safety, live, session, recorder, in_flight)
         self._sweep = await resources.enter_async_context(parts.restart_sweep(safety, kill_switch, session))
-        orders = OrderDesk(recorder, PreviewBook(clock), safety, kill_switch, live, session, in_flight, holder)
+        approvals = ApprovalBook(clock)  # the tray attaches to it through the control surface
+        orders = OrderDesk(
+            recorder, PreviewBook(clock), safety, kill_switch, live, session, in_flight, holder, approvals
+        )
         await resources.enter_async_context(parts.loss_watch(safety, kill_switch, clock))
         context = ServiceContext(
             settings_holder=holder,
@@ -449,7 +453,7 @@ def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         description="Your brokerage account behind a local REST, SSE and WebSocket API on 127.0.0.1:8787.",
         epilog="Settings come from FTSERVICE_* environment variables and settings.json in the data dir "
         "(see the README). Subcommands talk to the running service: ftdesk quote|positions|balances|orders|chain|"
-        "status|buy|sell|short|cover|cancel|halt|resume|stream (ftdesk quote --help; docs/cli.md).",
+        "status|buy|sell|short|cover|cancel|halt|resume|stream|mcp (ftdesk quote --help; docs/cli.md).",
     )
     parser.add_argument("--headless", action="store_true", help="serve the API without the tray (no display needed)")
     parser.add_argument("--print-api-key", action="store_true", help="print the API key and exit")

@@ -182,6 +182,22 @@ SETTINGS: tuple[SettingSpec, ...] = (
         "5-3600",
         restart_required=False,
     ),
+    SettingSpec(
+        "require_approval",
+        False,
+        parse_bool,
+        "Every API key's places wait for the trader's approval in the tray (the MCP server's always do).",
+        "true/false",
+        restart_required=False,
+    ),
+    SettingSpec(
+        "approval_timeout",
+        60.0,
+        float_parser(5, 600),
+        "Seconds a place waits for the trader's approval before it is refused (a client may ask for less or more).",
+        "5-600",
+        restart_required=False,
+    ),
     SettingSpec("broker", "paper", choice_parser("paper", "fidelity"), "Brokerage behind the API.", "paper, fidelity"),
     SettingSpec(
         "paper_market",
@@ -352,6 +368,8 @@ class Settings:
     beps_fallback_interval: float
     login_at_startup: bool
     preview_ttl: float
+    require_approval: bool
+    approval_timeout: float
     broker: str
     paper_market: str
     api_key: str | None

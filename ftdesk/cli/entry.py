@@ -25,6 +25,7 @@ SUBCOMMANDS = frozenset(
         "halt",
         "resume",
         "stream",
+        "mcp",
     }
 )
 """The first arguments that run a subcommand instead of the app."""
@@ -33,6 +34,10 @@ SUBCOMMANDS = frozenset(
 def main(argv: Sequence[str] | None = None) -> int:
     """Run a subcommand (``ftdesk quote AAPL``) or start the app (``ftdesk --headless``); return the exit code."""
     args = list(sys.argv[1:] if argv is None else argv)
+    if args and args[0] == "mcp":
+        from ftdesk.assistant.server import run_mcp
+
+        return run_mcp(args[1:])
     if args and args[0] in SUBCOMMANDS:
         from ftdesk.cli.commands import run
 

@@ -18,6 +18,7 @@ from ftdesk.client.async_client import AsyncClient
 from ftdesk.client.discovery import find_api_key, find_base_url
 from ftdesk.client.errors import (
     ApiKeyNotFound,
+    ApprovalError,
     AuthenticationError,
     BrokerError,
     ConflictError,
@@ -39,6 +40,7 @@ from ftdesk.client.sync_client import Client
 
 __all__ = (
     "ApiKeyNotFound",
+    "ApprovalError",
     "AsyncClient",
     "AuthenticationError",
     "BrokerError",

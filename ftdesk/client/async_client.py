@@ -85,8 +85,10 @@ class AsyncClient:
         *,
         timeout: float = 30.0,
         reconnect_delays: Sequence[float] = DEFAULT_RECONNECT_DELAYS,
+        headers: Mapping[str, str] | None = None,
     ) -> None:
         self.base_url = (base_url or find_base_url()).rstrip("/")
+        self._headers = dict(headers or {})  # sent with every request (ftdesk mcp: X-Ftdesk-Client)
         self._api_key = api_key or find_api_key()
         self._timeout = timeout
         self._reconnect_delays = tuple(reconnect_delays)
@@ -117,7 +119,7 @@ class AsyncClient:
     def _session(self) -> aiohttp.ClientSession:
         if self._http is None or self._http.closed:
             self._http = aiohttp.ClientSession(
-                headers={"Authorization": f"Bearer {self._api_key}"},
+                headers={**self._headers, "Authorization": f"Bearer {self._api_key}"},
                 timeout=aiohttp.ClientTimeout(total=self._timeout),
                 trust_env=False,
             )

@@ -78,6 +78,10 @@ class RiskLimitError(FtdeskApiError):
     """
 
 
+class ApprovalError(FtdeskApiError):
+    """A place held for the trader's approval was not approved: rejected, timed out, or no tray to ask."""
+
+
 class OrderRejectedError(FtdeskApiError):
     """The brokerage refused the order for a business reason; ``details`` has ``reason``, ``broker_code``, ..."""
 
@@ -115,6 +119,9 @@ ERROR_FAMILIES: Mapping[str, type[FtdeskApiError]] = MappingProxyType(
         "LIVE_TRADING_DISABLED": TradingDisabledError,
         "TRADING_HALTED": TradingDisabledError,
         "RISK_LIMIT": RiskLimitError,
+        "APPROVAL_REJECTED": ApprovalError,
+        "APPROVAL_TIMEOUT": ApprovalError,
+        "APPROVAL_UNAVAILABLE": ApprovalError,
         "ORDER_REJECTED": OrderRejectedError,
         "BROKER_ERROR": BrokerError,
         "ACTION_MISMATCH": BrokerError,

@@ -117,6 +117,18 @@ class LiveTradingDisabled(FtdeskError):
     """Dry-run mode is active; a place operation was refused before reaching the broker."""
 
 
+class ApprovalUnavailable(FtdeskError):
+    """A place needs the trader's approval and no tray is running to ask; nothing was placed."""
+
+
+class ApprovalRejected(FtdeskError):
+    """The trader rejected the place in the tray; nothing was placed."""
+
+
+class ApprovalTimedOut(FtdeskError):
+    """The trader did not answer the approval in time; nothing was placed."""
+
+
 class PreviewRequired(FtdeskError):
     """A place did not carry the conf_num of a usable preview made by this service."""
 

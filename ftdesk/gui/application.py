@@ -20,6 +20,7 @@ from typing import Any
 from PySide6.QtWidgets import QApplication, QSystemTrayIcon
 
 from ftdesk.gui.actions import UserActions
+from ftdesk.gui.approval_window import ApprovalWindows
 from ftdesk.gui.bridge import POLL_INTERVAL_MS, ServiceBridge
 from ftdesk.gui.desk_feed import PNL_REFRESH_MS, DeskFeed
 from ftdesk.gui.event_loop import DesktopEventLoop
@@ -96,6 +97,8 @@ class DesktopApp:
         self.feed = DeskFeed(self.bridge, pnl_refresh_ms=pnl_refresh_ms)
         self.safety = SafetyWatch(control)
         self.safety.notify.connect(self.notifier.show)
+        self.approvals = ApprovalWindows(control)  # places held for the trader (ftdesk mcp, require_approval)
+        self._detach_approvals = control.attach_approver(self.approvals)
         self.actions = UserActions(self.bridge, login_item=login_item, feed=self.feed, safety=self.safety)
         self.actions.quit_requested.connect(self.stop_requested.set)
         self.window = StatusWindow(
@@ -134,6 +137,8 @@ class DesktopApp:
         for dialog in dialogs:
             if dialog is not None:
                 dialog.reject()
+        self._detach_approvals()
+        self.approvals.close_all()
         if self.tray is not None:
             self.tray.hide()
         self.window.hide()

@@ -34,6 +34,7 @@ from ftdesk.logs import SecretRedactor, log_dir
 from ftdesk.service.cockpit_access import CockpitAccess, OrderBook
 from ftdesk.service.context import DesktopWindow, ServiceContext
 from ftdesk.service.first_run import is_first_start, record_welcome_shown
+from ftdesk.service.orders.approvals import ApprovalRequest, Approver, Verdict
 from ftdesk.service.orders.journal import JournalAction, JournalEntry, Outcome
 from ftdesk.service.settings_changes import SaveOutcome, save_changes, validate_setting
 from ftdesk.service.web.server import PortInUseError
@@ -43,6 +44,8 @@ from ftdesk.streaming.models import ConsumerClosed, HubState
 __all__ = (
     "SETTINGS_BY_NAME",
     "AccountEventListener",
+    "ApprovalRequest",
+    "Approver",
     "CockpitAccess",
     "ConfigError",
     "DataDirDamaged",
@@ -64,6 +67,7 @@ __all__ = (
     "Settings",
     "StateListener",
     "StreamStatus",
+    "Verdict",
     "validate_setting",
 )
 # Re-exported for the desktop app, which may import nothing else of the service:
@@ -190,6 +194,7 @@ class ServiceControl:
         self._event_reader: asyncio.Task[None] | None = None
         self._event_consumer_id: str | None = None
         self._cockpit = CockpitAccess(lambda: self._require().context)
+        self._approvers: list[Approver] = []
 
     # --- what it is ----------------------------------------------------------------------------------
 
@@ -294,6 +299,7 @@ class ServiceControl:
             context.session.add_listener(lambda _state: self._emit(ServiceChange.SESSION)),
             context.safety.add_listener(lambda: self._emit(ServiceChange.SAFETY)),
             context.live.add_listener(lambda _enabled, _source: self._emit(ServiceChange.LIVE_TRADING)),
+            *(context.orders.approvals.attach(approver) for approver in self._approvers),
         )
         return _Run(runtime, context, lambda: _call_all(unsubscribers))
 
@@ -476,6 +482,26 @@ class ServiceControl:
             raise context.safety.halted_error()
         # The switch logs who switched; its listeners journal it (the guard) and tell the desktop app (this surface).
         context.live.set(enabled, source)
+
+    # --- the trader's approval of held places -------------------------------------------------------------
+
+    def attach_approver(self, approver: Approver) -> Callable[[], None]:
+        """Show ``approver`` (the tray's approval window) every place held for the trader, across restarts."""
+        self._approvers.append(approver)
+        if self._run is not None:
+            self._run.context.orders.approvals.attach(approver)
+
+        def detach() -> None:
+            if approver in self._approvers:
+                self._approvers.remove(approver)
+            if self._run is not None:
+                self._run.context.orders.approvals.detach(approver)
+
+        return detach
+
+    def answer_approval(self, number: int, approve: bool) -> bool:
+        """Approve or reject a held place; False when it no longer waits (answered, timed out, withdrawn)."""
+        return self._require().context.orders.approvals.answer(number, approve)
 
     # --- the kill switch -----------------------------------------------------------------------------------
 

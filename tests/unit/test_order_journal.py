@@ -12,6 +12,7 @@ import pytest
 
 from ftdesk.domain import errors as e
 from ftdesk.domain.orders import EquityAction, EquityOrder, OrderPlacement, OrderStatus, PriceType
+from ftdesk.service.orders.approvals import ApprovalBook
 from ftdesk.service.orders.commands import PlaceEquity
 from ftdesk.service.orders.desk import OrderDesk
 from ftdesk.service.orders.journal import (
@@ -219,7 +220,9 @@ async def open_desk(tmp_path: Path, clock: ManualClock, settings: Any, place: An
     live, in_flight = LiveTradingSwitch(True), PlacesInFlight()
     kill_switch = KillSwitch(guard, live, session, recorder, in_flight)
     holder = SettingsHolder(settings)
-    desk = OrderDesk(recorder, PreviewBook(clock), guard, kill_switch, live, session, in_flight, holder)
+    desk = OrderDesk(
+        recorder, PreviewBook(clock), guard, kill_switch, live, session, in_flight, holder, ApprovalBook(clock)
+    )
     return desk, recorder
 
 

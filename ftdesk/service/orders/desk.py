@@ -25,6 +25,9 @@ from typing import Any, ClassVar, TypeVar
 from aiohttp import web
 
 from ftdesk.domain.errors import (
+    ApprovalRejected,
+    ApprovalTimedOut,
+    ApprovalUnavailable,
     Conflict,
     FtdeskError,
     IdempotencyKeyReused,
@@ -37,6 +40,17 @@ from ftdesk.domain.errors import (
 )
 from ftdesk.domain.orders import ConditionalPreview, OrderPlacement, OrderPreview
 from ftdesk.domain.safety import RiskLimitExceeded, TradingHalted
+from ftdesk.service.orders.approvals import (
+    EXPIRED_WHILE_WAITING,
+    ApprovalBook,
+    ApprovalRequest,
+    Verdict,
+    client_words,
+    describe,
+    needs_approval,
+    refusal,
+    unavailable,
+)
 from ftdesk.service.orders.commands import Command, Dispatch, dispatch, order_of
 from ftdesk.service.orders.journal import (
     JournalAction,
@@ -151,6 +165,7 @@ class OrderDesk:
         session: SessionManager,
         in_flight: PlacesInFlight,
         settings: SettingsHolder,
+        approvals: ApprovalBook,
     ) -> None:
         self._recorder = recorder
         self.previews = previews
@@ -160,6 +175,7 @@ class OrderDesk:
         self._session = session
         self._in_flight = in_flight
         self._settings = settings
+        self.approvals = approvals
 
     @property
     def journal(self) -> OrderJournal:
@@ -182,7 +198,7 @@ class OrderDesk:
             await self._recorder.refuse(ticket.draft(command), exc, None)
             raise
         result = await self._recorder.run(command, ticket, self._session)
-        self.previews.register(row.kind, conf_nums_of(result), ticket.fields)
+        self.previews.register(row.kind, conf_nums_of(result), ticket.fields, answer=result)
         return result
 
     async def cancel(self, command: Command[T], ticket: OrderTicket, *, resend_after_reauth: bool = True) -> T:
@@ -283,10 +299,43 @@ class OrderDesk:
         ticket = attempt.ticket
         ttl = self._settings.current.preview_ttl  # read per place: the tray may change it while running
         attempt.preview = self.previews.claim(attempt.row.kind, ticket.conf_nums, ticket.fields, ttl)
+
+    async def _approval(self, attempt: _Attempt) -> None:
+        settings = self._settings.current
+        if needs_approval(attempt.ticket.client, settings.require_approval):
+            await self._held_for_the_trader(attempt, settings.preview_ttl, settings.approval_timeout)
         self._guard.limits.count_place()  # it passed every check: it counts toward the places per minute
-        # No await since the halt check of the risk step: a halt from now on waits for this place's answer.
+        # No await since the last halt check (the risk step's, or the approval's): a halt from now on waits for
+        # this place's answer.
         self._in_flight.enter()
         attempt.in_flight = True
+
+    async def _held_for_the_trader(self, attempt: _Attempt, ttl: float, default_timeout: float) -> None:
+        ticket, preview = attempt.ticket, attempt.preview
+        assert preview is not None
+        client = client_words(ticket.client)
+        if not self.approvals.available:
+            raise unavailable(client)
+        answer = preview.answer if isinstance(preview.answer, OrderPreview) else None
+        timeout = ticket.approval_timeout or default_timeout
+        request = ApprovalRequest(ticket.request_id, client, answer, describe(answer, str(ticket.facts)), timeout)
+        guard = self._guard
+        on_halt = guard.add_listener(
+            lambda: self.approvals.withdraw_all("trading was halted") if guard.halted else None
+        )
+        try:
+            await self.approvals.ask(request, expires_in=self.previews.seconds_left(preview, ttl))
+        finally:
+            on_halt()
+        if request.verdict is Verdict.APPROVED and self.previews.seconds_left(preview, ttl) < 0:
+            request.verdict, request.why = Verdict.WITHDRAWN, EXPIRED_WHILE_WAITING  # approved in its last instant
+        await self._recorder.approval(attempt.command, ticket, request)
+        refused = refusal(request, preview.conf_nums[0], lambda: guard.halted_error() if guard.halted else None)
+        if refused is not None:
+            raise refused
+        guard.check_not_halted()
+        if not self._live.enabled:
+            raise LiveTradingDisabled(LIVE_TRADING_OFF)
 
     async def _journal_row(self, attempt: _Attempt) -> None:
         try:
@@ -397,6 +446,17 @@ class OrderDesk:
             "(`details.reason` is missing, unknown, expired, already_used or in_use; on a mismatch `details.fields` "
             "lists each differing field with the previewed and the given value). Previews do not survive a restart.",
             _bound_preview,
+        ),
+        PlaceRule(
+            "Trader's approval",
+            (ApprovalUnavailable, ApprovalRejected, ApprovalTimedOut),
+            "a place from the bundled MCP server (`X-Ftdesk-Client: mcp`), or any place while the setting "
+            "require_approval is on, waits until the trader approves it in the tray, which shows the order as the "
+            "broker understood it and who asks; it waits up to `X-Ftdesk-Approval-Timeout` seconds (default the "
+            "approval_timeout setting, 60). No tray running, a rejection or no answer in time refuses it; a halt or "
+            "the preview expiring meanwhile refuses it as the kill switch or the bound preview do. Each answer is "
+            "journaled (action `approval`) with who asked.",
+            _approval,
         ),
         PlaceRule(
             "Journal",

@@ -31,6 +31,7 @@ class JournalAction(StrEnum):
     HALT = "halt"  # the kill switch: who pulled it, what it canceled and what it could not
     RESUME = "resume"
     LIVE_SWITCH = "live_switch"  # live trading turned on or off, and by whom
+    APPROVAL = "approval"  # the trader's answer to a held place (approved, rejected, timed out), and who asked
     MARKET = "market"  # the brokerage and market a run trades on, when it differs from the previous run's
 
 

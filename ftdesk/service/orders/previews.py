@@ -69,6 +69,7 @@ class BoundPreview:
     fields: dict[str, Any]
     created: float
     state: Literal["open", "claimed", "used"] = "open"
+    answer: object | None = None  # the broker's preview answer: the order as the broker understood it
 
 
 def field_differences(previewed: Any, given: Any, path: str = "") -> list[dict[str, Any]]:
@@ -94,11 +95,13 @@ class PreviewBook:
         self._clock = clock
         self._by_conf: dict[str, BoundPreview] = {}
 
-    def register(self, kind: OrderKind, conf_nums: Sequence[str], fields: Mapping[str, Any]) -> BoundPreview:
-        """Remember a preview the broker accepted."""
+    def register(
+        self, kind: OrderKind, conf_nums: Sequence[str], fields: Mapping[str, Any], answer: object | None = None
+    ) -> BoundPreview:
+        """Remember a preview the broker accepted (and its answer, which an approval shows)."""
         self._prune()
         preview = BoundPreview(
-            kind=kind, conf_nums=tuple(conf_nums), fields=dict(fields), created=self._clock.monotonic()
+            kind=kind, conf_nums=tuple(conf_nums), fields=dict(fields), created=self._clock.monotonic(), answer=answer
         )
         for conf in preview.conf_nums:
             self._by_conf[conf] = preview
@@ -174,6 +177,10 @@ class PreviewBook:
             )
         preview.state = "claimed"
         return preview
+
+    def seconds_left(self, preview: BoundPreview, ttl: float) -> float:
+        """Return how long the preview stays usable (negative once it expired)."""
+        return ttl - (self._clock.monotonic() - preview.created)
 
     @staticmethod
     def release(preview: BoundPreview) -> None:

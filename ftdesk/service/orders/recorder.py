@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import date
 from typing import Any, TypeVar
 
@@ -27,8 +27,10 @@ from ftdesk.domain.errors import (
     ValidationFailed,
 )
 from ftdesk.domain.orders import ConditionalPreview, OrderPlacement, OrderPreview
+from ftdesk.service.orders.approvals import ApprovalRequest, Verdict
 from ftdesk.service.orders.commands import Command, dispatch
 from ftdesk.service.orders.journal import (
+    JournalAction,
     JournalDraft,
     JournalEntry,
     KeyClaim,
@@ -59,6 +61,8 @@ class OrderTicket:
     fields: Mapping[str, Any] = field(default_factory=dict)  # what a place must repeat from its preview
     conf_nums: tuple[str, ...] = ()  # the preview conf_num(s) a place carries
     idempotency_key: str | None = None
+    client: str | None = None  # the X-Ftdesk-Client header: 'mcp' for the bundled assistant server
+    approval_timeout: float | None = None  # seconds the client waits for the trader (X-Ftdesk-Approval-Timeout)
 
     def draft(self, command: Command[Any]) -> JournalDraft:
         """Return the journal row of this request."""
@@ -181,6 +185,18 @@ class OrderRecorder:
                 "The order journal could not be written, so nothing was sent to the broker; "
                 f"the service log has the details under request id {ticket.request_id}"
             ) from None
+
+    async def approval(self, command: Command[Any], ticket: OrderTicket, request: ApprovalRequest) -> None:
+        """Record the trader's answer to a held place, and who asked (a failure is logged: the answer stands)."""
+        verdict = request.verdict.value if request.verdict is not None else "unknown"
+        why = f" ({request.why})" if request.why else ""
+        draft = replace(ticket.draft(command), action=JournalAction.APPROVAL, idempotency_key=None)
+        outcome = Outcome.ACCEPTED if request.verdict is Verdict.APPROVED else Outcome.REFUSED
+        message = f"Approval {verdict}{why}; asked by {request.client}: {request.summary}"
+        try:
+            await asyncio.to_thread(self.journal.record, draft, outcome, message=message[:4000])
+        except Exception:
+            log.exception("Could not journal the approval of request %s", ticket.request_id)
 
     async def refuse(self, draft: JournalDraft, error: FtdeskError, release_key: str | None) -> None:
         """Record a request refused before any row was written (and free its key when it owned one)."""

@@ -18,6 +18,7 @@ from aiohttp import web
 from ftdesk.domain import errors as e
 from ftdesk.domain.orders import OrderPlacement
 from ftdesk.domain.safety import RiskLimitExceeded, TradingHalted
+from ftdesk.service.orders.approvals import CLIENT_HEADER, MAX_TIMEOUT, TIMEOUT_HEADER
 from ftdesk.service.orders.bodies import OrderBodyMixin
 from ftdesk.service.orders.commands import Command
 from ftdesk.service.orders.desk import PLACE_ERRORS as DESK_REFUSALS
@@ -113,7 +114,28 @@ def order_ticket(call: Call[Any, Any], *, conf_nums: tuple[str, ...] = (), place
         fields=body.previewed_fields(),
         conf_nums=given,
         idempotency_key=_idempotency_key(call) if place else None,
+        client=call.request.headers.get(CLIENT_HEADER) if place else None,
+        approval_timeout=_approval_timeout(call) if place else None,
     )
+
+
+def _approval_timeout(call: Call[Any, Any]) -> float | None:
+    """Return the seconds the client waits for the trader's approval (X-Ftdesk-Approval-Timeout), capped."""
+    raw = call.request.headers.get(TIMEOUT_HEADER)
+    if raw is None:
+        return None
+    try:
+        seconds = float(raw)
+    except ValueError:
+        raise e.ValidationFailed.for_fields(
+            f"Invalid {TIMEOUT_HEADER} header", [(TIMEOUT_HEADER, "a number of seconds")], location="header"
+        ) from None
+    if not 1 <= seconds <= MAX_TIMEOUT:
+        problem = f"between 1 and {MAX_TIMEOUT:g} seconds"
+        raise e.ValidationFailed.for_fields(
+            f"Invalid {TIMEOUT_HEADER} header: {problem}", [(TIMEOUT_HEADER, problem)], location="header"
+        )
+    return seconds
 
 
 async def preview(call: Call[Any, Any], command: Command[P]) -> P:

@@ -45,6 +45,23 @@ ERROR_TABLE: Mapping[type[e.FtdeskError], ErrorSpec] = MappingProxyType(
         e.LiveTradingDisabled: ErrorSpec(
             "LIVE_TRADING_DISABLED", 403, "Dry-run mode is active; the place was refused before reaching the broker."
         ),
+        e.ApprovalRejected: ErrorSpec(
+            "APPROVAL_REJECTED",
+            403,
+            "The trader rejected the order in the tray's approval window; nothing was placed. `details.client` names "
+            "who asked.",
+        ),
+        e.ApprovalTimedOut: ErrorSpec(
+            "APPROVAL_TIMEOUT",
+            409,
+            "The trader did not approve or reject the order in time (`details.timeout_seconds`); nothing was placed.",
+        ),
+        e.ApprovalUnavailable: ErrorSpec(
+            "APPROVAL_UNAVAILABLE",
+            409,
+            "The place needs the trader's approval (an assistant's place through `ftdesk mcp`, or require_approval "
+            "on) and no tray is running to ask; nothing was placed. Start the tray (`ftdesk`).",
+        ),
         e.NotFound: ErrorSpec("NOT_FOUND", 404, "No such path, account, order, note, trigger or symbol."),
         e.MethodNotAllowed: ErrorSpec(
             "METHOD_NOT_ALLOWED", 405, "The path exists but not with this method; details list the allowed ones."

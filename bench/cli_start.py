@@ -1,0 +1,94 @@
+"""What an `ftdesk` subcommand costs besides the service's own time: ours next to a bare interpreter.
+
+    .venv/bin/python bench/cli_start.py [--runs 7]
+
+Starts a headless paper service on a free port and a fresh data dir, logs in, then alternates, in one run so
+all see the same load: a bare ``python -c pass``; importing what a subcommand imports
+(``ftdesk.cli.commands``); a whole ``ftdesk quote AAPL`` process (piped, so a table without colour); and the
+service's own time for the same request (``GET /market-data/quotes`` from a warm client). Prints the median
+and range of each and the subcommand's cost besides the service's time, and the machine's load.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "packaging"))
+
+from ftdesk.client import Client  # noqa: E402
+
+from smoke import free_port, wait_for_health  # noqa: E402
+
+KEY = "bench-cli-key-0123456789abcdef0123456789"
+
+
+def timed(argv: list[str], env: dict[str, str]) -> float:
+    started = time.perf_counter()
+    subprocess.run(argv, env=env, check=True, stdout=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
+    return time.perf_counter() - started
+
+
+def summary(name: str, seconds: list[float]) -> str:
+    low, high = min(seconds) * 1000, max(seconds) * 1000
+    return f"{name:<44} median {statistics.median(seconds) * 1000:7.0f} ms  (range {low:.0f}-{high:.0f})"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=7)
+    runs = parser.parse_args().runs
+    port = free_port()
+    with tempfile.TemporaryDirectory() as data:
+        env = {
+            **os.environ,
+            "FTSERVICE_DATA_DIR": data,
+            "FTSERVICE_PORT": str(port),
+            "FTSERVICE_API_KEY": KEY,
+            "PYTHONPATH": str(ROOT),
+            "PYTHON_KEYRING_BACKEND": "keyring.backends.fail.Keyring",
+        }
+        service = subprocess.Popen(
+            [sys.executable, "-m", "ftdesk", "--headless"],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        try:
+            wait_for_health(service, f"http://127.0.0.1:{port}", time.perf_counter())
+            url = f"http://127.0.0.1:{port}"
+            bare, imports, whole, served = [], [], [], []
+            with Client(url, KEY) as api:
+                api.login("trader", "paper-pass")
+                for _ in range(runs):
+                    bare.append(timed([sys.executable, "-c", "pass"], env))
+                    imports.append(timed([sys.executable, "-c", "import ftdesk.cli.commands"], env))
+                    whole.append(timed([sys.executable, "-m", "ftdesk", "quote", "AAPL", "--url", url], env))
+                    started = time.perf_counter()
+                    api.get_quotes(["AAPL"])
+                    served.append(time.perf_counter() - started)
+        finally:
+            service.send_signal(signal.SIGTERM)
+            service.wait(30)
+    print(summary("python -c pass (bare interpreter)", bare))
+    print(summary("import ftdesk.cli.commands (whole process)", imports))
+    print(summary("ftdesk quote AAPL (whole process)", whole))
+    print(summary("GET /market-data/quotes, warm client", served))
+    besides = statistics.median(whole) - statistics.median(served)
+    print(
+        f"subcommand besides the service's time: {besides * 1000:.0f} ms; above a bare interpreter: "
+        f"{(besides - statistics.median(bare)) * 1000:.0f} ms"
+    )
+    print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())} on {os.cpu_count()} cores")
+
+
+if __name__ == "__main__":
+    main()
