@@ -25,6 +25,7 @@ class HubQuoteTap:
     """Holds symbols on the quote hub for a market and hands it every streamed quote of them."""
 
     def __init__(self, hub: QuoteHub) -> None:
+        self._hub = hub
         self._consumer = hub.open_consumer("paper")
         self._task: asyncio.Task[None] | None = None
         self._receive: Callable[[Quote], None] | None = None
@@ -39,6 +40,10 @@ class HubQuoteTap:
         self._receive = receive
         self._consumer.deliver_to(self)
         self._task = asyncio.get_running_loop().create_task(self._read(), name="paper-market-quotes")
+
+    def latest(self, symbol: str) -> Quote | None:
+        """Return the hub's latest quote of a symbol while the open connection carries it, else None."""
+        return self._hub.latest_quote(symbol)
 
     async def close(self) -> None:
         """Release the symbols and stop; idempotent."""

@@ -21,12 +21,16 @@ class RecordingLive:
 
     def __init__(self) -> None:
         self.held: list[str] = []
+        self.carried: dict[str, Quote] = {}  # what the open connection carries (the hub's latest quotes)
 
     def hold(self, symbols: Sequence[str]) -> None:
         self.held.extend(symbols)
 
     def start(self, receive: Callable[[Quote], None]) -> None:
         self.receive = receive
+
+    def latest(self, symbol: str) -> Quote | None:
+        return self.carried.get(symbol)
 
 
 def streamed(symbol: str, ask: float) -> Quote:
@@ -56,6 +60,11 @@ async def test_a_stale_stream_is_refreshed_by_a_snapshot_before_pricing_and_a_fr
             await market.prepare(["RKLB"])
             assert market.snapshots_taken == 1
             assert market.quote("RKLB").ask == RKLB_ASK  # Fidelity's price now, from the snapshot
+
+            await clock.advance(60)  # quiet for a minute, but the open stream carries it: current, no snapshot
+            live.carried["RKLB"] = streamed("RKLB", 57.00)
+            await market.prepare(["RKLB"])
+            assert market.snapshots_taken == 1 and market.quote("RKLB").ask == 57.00
     finally:
         await mdds.close()
 

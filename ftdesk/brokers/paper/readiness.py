@@ -52,9 +52,15 @@ class MarketReadiness:
             await self._market.prepare(wanted)
 
     async def for_order(self, request: Record, *, working: bool = False) -> None:
-        """Make current the quotes an order request prices (and the working orders' when it replaces one)."""
-        symbols = symbols_in(request)
-        await self.for_symbols([*symbols, *(self._engine.working_symbols() if working or not symbols else ())])
+        """Make current the quotes an order request prices and its account's buying power is checked on.
+
+        That is the order's symbols (legs included), the account's holdings and the working orders: a check
+        of buying power values them all, so none may be priced on a quote the market no longer stands by.
+        ``working`` is kept for the callers that replace a working order (its symbols are among them).
+        """
+        acct_num = getattr(request, "acct_num", None)
+        held = self.held_symbols(acct_num) if isinstance(acct_num, str) else []
+        await self.for_symbols([*symbols_in(request), *held, *self._engine.working_symbols()])
 
     async def for_account(self, acct_num: str | None) -> None:
         """Make current the quotes an account's valuation needs: its holdings and the working orders."""

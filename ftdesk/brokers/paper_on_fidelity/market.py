@@ -2,10 +2,12 @@
 
 Quotes come from two places, both Fidelity's: the live stream (the service's one MDDS connection, through
 the quote hub: the composition root attaches a ``LiveQuotes`` once the hub exists) and snapshots through the
-Fidelity quote feed. ``prepare`` holds the symbols on the stream and takes one snapshot of those whose stream
-is stale (no update for ``stale_after`` seconds) or absent, so what is priced is never older than that. A
-symbol Fidelity gives no quote for cannot be priced: ``quote`` raises ``NotFound`` saying so, and the engine
-refuses the order (``NO_QUOTE``) rather than price it from the simulation.
+Fidelity quote feed. A symbol the open stream carries is current whatever its age: MDDS sends every change,
+so a quiet symbol has simply not moved. ``prepare`` holds the symbols on the stream and takes one snapshot
+of those the stream does not carry (not yet subscribed, or the connection is down) and that have no quote
+younger than ``stale_after`` seconds, so nothing is priced on a quote older than that unless the stream
+stands by it. A symbol Fidelity gives no quote for cannot be priced: ``quote`` raises ``NotFound`` saying
+so, and the engine refuses the order (``NO_QUOTE``) rather than price it from the simulation.
 
 Each streamed quote is handed to the engine's listener at once, so a resting order fills on the quote that
 crosses it, not on the next tick. Option symbols are kept in the compact form the paper ledger uses
@@ -45,6 +47,9 @@ class LiveQuotes(Protocol):
 
     def start(self, receive: Callable[[Quote], None]) -> None:
         """Hand every streamed quote of a held symbol to ``receive``."""
+
+    def latest(self, symbol: str) -> Quote | None:
+        """Return the stream's latest quote of a symbol while the open connection carries it, else None."""
 
 
 def canonical(symbol: str) -> str:
@@ -136,7 +141,10 @@ class FidelityMarket:
     # --- internals -------------------------------------------------------------------------------
 
     def _fresh(self, symbol: str) -> Quote | None:
-        """Return the newest quote of a symbol not older than ``stale_after``, streamed or snapshotted."""
+        """Return the stream's quote while it carries the symbol, else the newest not older than ``stale_after``."""
+        carried = self._live.latest(symbol) if self._live is not None else None
+        if carried is not None:
+            return carried
         now = self._clock.monotonic()
         best: tuple[Quote, float] | None = None
         for kept in (self._streamed.get(symbol), self._snapped.get(symbol)):
