@@ -7,7 +7,7 @@ its larger leg once and legs waiting for a trigger count nothing until triggered
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 
@@ -22,6 +22,7 @@ from ftdesk.brokers.paper.ledger.money import (
     sell_fees_cents,
     trading_day,
 )
+from ftdesk.brokers.paper.ledger.risk import Exposure
 from ftdesk.brokers.paper.ledger.types import Commitment
 from ftdesk.brokers.paper.ports import Instrument, MarketView
 from ftdesk.brokers.paper.quantities import number
@@ -46,6 +47,9 @@ DEFAULT_SIZE = 100
 """The size a quote that shows none is taken to display."""
 
 _FAR_FROM_MARKET = Decimal("0.10")
+
+WhatIf = Callable[[Iterable[tuple[str, Decimal, Decimal]]], Exposure]
+"""An account's exposure after hypothetical fills (``Ledger.what_if``)."""
 
 
 @dataclass
@@ -124,13 +128,13 @@ class Pricer:
             quote=underlying,
         )
 
-    def usage(self, spec: Spec, priced: Priced, capacity: int | None = None) -> int:
+    def usage(self, spec: Spec, priced: Priced, capacity: int | None = None, what_if: WhatIf | None = None) -> int:
         """Return the buying-power capacity an order would use if it filled as priced."""
         now = self._ledger.exposure(spec.acct_num).capacity_cents if capacity is None else capacity
-        after = self._ledger.exposure(spec.acct_num, priced.changes).capacity_cents
+        after = (what_if or self._ledger.what_if(spec.acct_num))(priced.changes).capacity_cents
         return max(0, now - after) + (priced.commission_cents if spec.sign > 0 else 0)
 
-    def row_usage(self, row: Row, capacity: int | None = None) -> Commitment:
+    def row_usage(self, row: Row, capacity: int | None = None, what_if: WhatIf | None = None) -> Commitment:
         """Return what the unfilled rest of a working order holds back (nothing when it cannot be priced)."""
         spec = row.spec
         try:
@@ -143,7 +147,7 @@ class Pricer:
         except NotFound:
             return Commitment()
         value = priced.principal_cents + priced.commission_cents if spec.sign > 0 else 0
-        return Commitment(self.usage(spec, priced, capacity), value)
+        return Commitment(self.usage(spec, priced, capacity, what_if), value)
 
     def commitment(self, acct_num: str, exclude: Sequence[Row] = ()) -> Commitment:
         """Return what an account's working orders hold back (the ledger's commitment source)."""
@@ -158,11 +162,12 @@ class Pricer:
         rows = [r for r in rows if r.conf_num not in skip]
         if not rows:
             return Commitment()
-        capacity = self._ledger.exposure(acct_num).capacity_cents
+        what_if = self._ledger.what_if(acct_num)  # the account read once for all its working orders
+        capacity = what_if(()).capacity_cents
         usage: dict[str, int] = {}
         value: dict[str, int] = {}
         for row in rows:
-            c = self.row_usage(row, capacity)
+            c = self.row_usage(row, capacity, what_if)
             usage[row.oco_key] = max(usage.get(row.oco_key, 0), c.usage_cents)
             value[row.oco_key] = max(value.get(row.oco_key, 0), c.value_cents)
         return Commitment(sum(usage.values()), sum(value.values()))

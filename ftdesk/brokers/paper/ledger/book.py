@@ -8,8 +8,8 @@ back (the order engine's ``CommitmentSource``).
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, replace
 from datetime import date, timedelta
 from decimal import Decimal
 
@@ -26,7 +26,7 @@ from ftdesk.brokers.paper.userdata import iso_time
 from ftdesk.domain.accounts import AccountType, Balance, OptionContract, SecurityType
 from ftdesk.domain.clock import Clock
 from ftdesk.domain.errors import NotFound
-from ftdesk.domain.events import EventType, account_event
+from ftdesk.domain.events import AccountEvent, EventType, account_event
 
 
 @dataclass(frozen=True)
@@ -221,14 +221,18 @@ class Book:
         ).fetchone()
         return int(row[0])
 
-    def _exposure(
-        self, conn: sqlite3.Connection, rules: AccountRules, holdings: list[Holding], cash: int, unsettled: int
-    ) -> Exposure:
-        short_proceeds = conn.execute(
+    @staticmethod
+    def _short_proceeds(conn: sqlite3.Connection, acct_num: str) -> int:
+        row = conn.execute(
             "SELECT COALESCE(-SUM(basis_cents), 0) FROM paper_lots"
             " WHERE acct_num = ? AND quantity < 0 AND is_option = 0",
-            (rules.acct_num,),
-        ).fetchone()[0]
+            (acct_num,),
+        ).fetchone()
+        return int(row[0])
+
+    def _exposure_of(
+        self, rules: AccountRules, holdings: list[Holding], cash: int, unsettled: int, short_proceeds: int
+    ) -> Exposure:
         underlyings = {h.option.underlying for h in holdings if h.option is not None and h.quantity < 0}
         return exposure(
             holdings,
@@ -351,22 +355,48 @@ class Book:
 
     def exposure(self, acct_num: str, changes: Iterable[tuple[str, Decimal, Decimal]] = ()) -> Exposure:
         """Return the account's exposure, optionally after hypothetical fills (symbol, signed qty, price)."""
+        return self.what_if(acct_num)(changes)
+
+    def what_if(self, acct_num: str) -> Callable[[Iterable[tuple[str, Decimal, Decimal]]], Exposure]:
+        """Return the account's exposure after hypothetical fills, as a function: the account is read once.
+
+        The order engine asks it once per working order when it sums what they hold back (each balance
+        event does): reading and pricing the positions, cash and short proceeds again for every order made
+        a fill with 200 working orders cost most of a second.
+        """
         conn = self._store.conn
         rules = self.rules(conn, acct_num)
         today = trade_date(self._clock.now())
-        holdings = {p.symbol: p.holding for p in self.positions(conn, acct_num)}
-        cash = self.cash(conn, acct_num)
-        unsettled = self.unsettled_credits(conn, acct_num, today)
-        for symbol, qty, price in changes:
-            current = holdings.get(symbol)
-            instrument = current.instrument if current and current.instrument else self.instrument(symbol)
-            principal = cents(price * abs(qty) * instrument.multiplier)
-            cash += principal if qty < 0 else -principal
-            if qty < 0:
-                unsettled += principal
-            last = current.last if current else price
-            holdings[symbol] = Holding(symbol, (current.quantity if current else 0) + qty, last, instrument)
-        return self._exposure(conn, rules, list(holdings.values()), cash, unsettled)
+        base = {p.symbol: p.holding for p in self.positions(conn, acct_num)}
+        base_cash = self.cash(conn, acct_num)
+        base_unsettled = self.unsettled_credits(conn, acct_num, today)
+        short_proceeds = self._short_proceeds(conn, acct_num)
+
+        base_exposure = self._exposure_of(rules, list(base.values()), base_cash, base_unsettled, short_proceeds)
+        # Symbols whose shares can cover a short option: a change of one of them may change the option cover.
+        covering = {h.option.underlying for h in base.values() if h.option is not None and h.quantity < 0}
+
+        def after(changes: Iterable[tuple[str, Decimal, Decimal]]) -> Exposure:
+            holdings, cash, unsettled = dict(base), base_cash, base_unsettled
+            changed: list[str] = []
+            for symbol, qty, price in changes:
+                current = holdings.get(symbol)
+                instrument = current.instrument if current and current.instrument else self.instrument(symbol)
+                principal = cents(price * abs(qty) * instrument.multiplier)
+                cash += principal if qty < 0 else -principal
+                if qty < 0:
+                    unsettled += principal
+                last = current.last if current else price
+                holdings[symbol] = Holding(symbol, (current.quantity if current else 0) + qty, last, instrument)
+                changed.append(symbol)
+            if not changed:
+                return base_exposure
+            if all(_plain_stock(holdings[s]) and s not in covering for s in changed):
+                # Stock no short option leans on: the option cover stands; only the stock sums move.
+                return _with_stock(base_exposure, base, holdings, changed, cash, unsettled if not rules.margin else 0)
+            return self._exposure_of(rules, list(holdings.values()), cash, unsettled, short_proceeds)
+
+        return after
 
     def balances(self, acct_num: str) -> Balance:
         """Return the account's balances and buying power."""
@@ -413,22 +443,56 @@ class Book:
         self.outbox.publish(self._events, event)
 
     def publish_balance(self, acct_num: str, extra: dict[str, object]) -> None:
-        """Announce the account's balances after the current unit of work commits."""
+        """Announce the account's balances, read once the current unit of work has committed.
+
+        Built after the commit (``Outbox.publish_built``): the fill and position events before it are heard
+        without waiting for the balances, whose buying power prices every working order of the account.
+        """
         if self.outbox.quiet:
             return
-        bal = self.balances(acct_num)
-        desc: dict[str, object] = {
-            "acct_num": acct_num,
-            "cash": bal.cash,
-            "net_worth": bal.net_worth,
-            "cash_buying_power": bal.cash_buying_power,
-            "margin_buying_power": bal.margin_buying_power,
-            "margin_debt": bal.margin_debt,
-            **extra,
-        }
-        self.publish(EventType.BALANCE_UPDATE, desc)
+
+        def build() -> AccountEvent:
+            bal = self.balances(acct_num)
+            desc: dict[str, object] = {
+                "acct_num": acct_num,
+                "cash": bal.cash,
+                "net_worth": bal.net_worth,
+                "cash_buying_power": bal.cash_buying_power,
+                "margin_buying_power": bal.margin_buying_power,
+                "margin_debt": bal.margin_debt,
+                **extra,
+            }
+            return account_event(EventType.BALANCE_UPDATE.value, desc, time=iso_time(self._clock.now()))
+
+        self.outbox.publish_built(self._events, build)
 
 
 def txn_id(row_id: int) -> str:
     """Return the transaction id the trader sees for a transaction row."""
     return f"TX{row_id:08d}"
+
+
+def _plain_stock(holding: Holding) -> bool:
+    """Return True for a holding that is not an option."""
+    return holding.instrument is None or holding.instrument.security_type is not SecurityType.OPTION
+
+
+def _with_stock(
+    base: Exposure,
+    before: Mapping[str, Holding],
+    after: Mapping[str, Holding],
+    changed: Iterable[str],
+    cash: int,
+    unsettled: int,
+) -> Exposure:
+    """Return ``base`` with the stock of ``changed`` revalued as ``after`` holds it, and the new cash."""
+    long_stock, short_stock = base.long_stock_cents, base.short_stock_cents
+    for symbol in dict.fromkeys(changed):
+        for holding, sign in ((before.get(symbol), -1), (after[symbol], 1)):
+            if holding is None:
+                continue
+            value = holding.market_value_cents
+            long_stock += sign * max(value, 0)
+            short_stock += sign * max(-value, 0)
+    return replace(base, cash_cents=cash, unsettled_credit_cents=unsettled, long_stock_cents=long_stock,
+                   short_stock_cents=short_stock)  # fmt: skip

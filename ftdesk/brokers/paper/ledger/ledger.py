@@ -12,7 +12,7 @@ reads). A fill, a dividend or an interest posting is one SQLite transaction, and
 from __future__ import annotations
 
 import random
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import date, datetime, timedelta
 from decimal import Decimal
 
@@ -247,6 +247,10 @@ class Ledger:
     def exposure(self, acct_num: str, changes: Iterable[tuple[str, Decimal, Decimal]] = ()) -> Exposure:
         """Return the account's exposure, optionally after hypothetical fills (symbol, signed qty, price)."""
         return self._book.exposure(acct_num, changes)
+
+    def what_if(self, acct_num: str) -> Callable[[Iterable[tuple[str, Decimal, Decimal]]], Exposure]:
+        """Return the account's exposure after hypothetical fills as a function (the account read once)."""
+        return self._book.what_if(acct_num)
 
     def instrument(self, symbol: str) -> Instrument:
         """Return a symbol's reference data, falling back to its option terms when the market no longer lists it."""

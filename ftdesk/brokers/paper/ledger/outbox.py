@@ -5,17 +5,32 @@ writes form one SQLite transaction, and the events they raise reach the sinks on
 transaction has committed (and never if it rolled back), so a listener never hears of a fill the
 database does not hold. A nested unit runs in a savepoint: when it raises, its writes and events
 are undone while the outer unit goes on.
+
+An event that is costly to build (the balances after a fill: every working order's hold on buying power
+priced) can be published as a function (``publish_built``): it is built after the commit, ``BUILD_DELAY``
+later on the running event loop (at once when none runs), so the events before it are written to the
+clients without waiting for it: a fill is heard before the balances that follow it are read, from the
+committed state (which may then hold a later change too).
 """
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from ftdesk.brokers.paper.ports import EventSink
 from ftdesk.brokers.paper.store import PaperStore
 from ftdesk.domain.events import AccountEvent
+
+log = logging.getLogger(__name__)
+
+BUILD_DELAY = 0.02
+"""Seconds a costly event waits after its commit, so the events before it reach the clients first: writing
+them takes a few turns of the loop (the account-event hub, then each stream's writer), which a build on the
+very next turn would hold up for as long as it runs."""
 
 
 class Outbox:
@@ -24,7 +39,7 @@ class Outbox:
     def __init__(self, store: PaperStore) -> None:
         self._store = store
         self._depth = 0
-        self._pending: list[tuple[EventSink, AccountEvent]] = []
+        self._pending: list[tuple[EventSink, AccountEvent | Callable[[], AccountEvent]]] = []
         self._quiet = False
 
     @property
@@ -56,7 +71,10 @@ class Outbox:
         if outer:
             pending, self._pending = self._pending, []
             for sink, event in pending:
-                sink(event)
+                if isinstance(event, AccountEvent):
+                    sink(event)
+                else:
+                    _deliver_built(sink, event)
 
     def _savepoint(self, conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
         # A nested unit that fails is undone on its own, so its caller may recover and go on.
@@ -70,6 +88,15 @@ class Outbox:
             raise
         conn.execute(f"RELEASE {name}")
 
+    def publish_built(self, sink: EventSink, build: Callable[[], AccountEvent]) -> None:
+        """Publish the event ``build`` makes: now, or after the commit and the events before it."""
+        if self._quiet:
+            return
+        if self._depth:
+            self._pending.append((sink, build))
+        else:
+            _deliver_built(sink, build)
+
     def publish(self, sink: EventSink, event: AccountEvent) -> None:
         """Publish now, or after the commit when inside a unit of work."""
         if self._quiet:
@@ -78,3 +105,20 @@ class Outbox:
             self._pending.append((sink, event))
         else:
             sink(event)
+
+
+def _deliver_built(sink: EventSink, build: Callable[[], AccountEvent]) -> None:
+    """Build and publish an event ``BUILD_DELAY`` from now on the running loop (at once, without one)."""
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        sink(build())
+        return
+    loop.call_later(BUILD_DELAY, _build_and_publish, sink, build)
+
+
+def _build_and_publish(sink: EventSink, build: Callable[[], AccountEvent]) -> None:
+    try:
+        sink(build())
+    except Exception:  # the world closed meanwhile, or the event could not be made: the change itself stands
+        log.exception("A deferred paper account event could not be built")
