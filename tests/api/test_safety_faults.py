@@ -8,6 +8,7 @@ from ftdesk.domain.safety import HaltState
 from ftdesk.service.safety.store import SAFETY_FILE_NAME, SafetyRecord, SafetyStore
 from tests.api import safety_rig
 from tests.api.safety_rig import Desk
+from tests.fakes.full_disk import fill
 
 clock, make_desk = safety_rig.clock, safety_rig.make_desk  # fixtures
 
@@ -72,3 +73,30 @@ async def test_a_safety_file_saying_not_halted_loses_to_the_journals_unresumed_h
     assert second.control.safety().halt.halted
     (problem,) = second.control.status().problems
     assert "says trading is not halted, but the order journal's last halt" in problem
+
+
+async def test_a_halt_on_a_full_disk_cancels_every_order_and_journals_the_cancels_once_there_is_room(
+    make_desk,
+) -> None:
+    desk: Desk = await make_desk()
+    acct = await desk.account()
+    placed = [(await desk.place(await desk.resting_buy(acct, qty=n)))[1]["data"]["conf_num"] for n in (1, 2, 3)]
+    journal = desk.control._require().context.orders._recorder.journal  # the journal's own connection fills up
+    disk = fill(journal)
+
+    status, refused = await desk.call("POST", "/orders/equity/preview", json=await desk.resting_buy(acct))
+    assert status == 507 and refused["error"]["code"] == "STORAGE_FULL", refused
+    halt = await desk.ok("POST", "/safety/halt")
+    assert sorted(c["conf_num"] for c in halt["canceled"]) == sorted(placed) and halt["failures"] == []
+    assert await desk.open_orders() == []  # the cancels went out though their rows could not be written
+    assert any("STORAGE_FULL" in problem for problem in (await desk.ok("GET", "/health"))["problems"])
+
+    disk.full = False  # room again: the next write writes what waited, in order
+    await desk.ok("POST", "/safety/resume")
+    journal_rows = await desk.journal()
+    cancels = [e for e in journal_rows if e["action"] == "cancel"]
+    assert sorted(e["conf_num"] for e in cancels) == sorted(placed) and {e["outcome"] for e in cancels} == {"accepted"}
+    (halt_row,) = [e for e in journal_rows if e["action"] == "halt"]
+    assert halt_row["outcome"] == "accepted" and sorted(halt_row["conf_nums"]) == sorted(placed)
+    assert journal_rows[0]["action"] == "resume"  # written after what waited
+    assert (await desk.ok("GET", "/health"))["problems"] == []

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import errno
 import json
 import signal
+import subprocess
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -249,3 +252,82 @@ async def test_a_damaged_journal_refuses_to_start_with_the_command_that_recovers
     service = await ServiceProcess.start([*main_py(), "--headless"], service_env(tmp_path, port), port)
     await service.kill()
     assert moved_aside(path) == [copy]
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Path]:
+    """A 1 MiB tmpfs to fill up (mounting one needs root: skipped elsewhere; test_full_disk injects ENOSPC)."""
+    mount_point = tmp_path / "disk"
+    mount_point.mkdir()
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=1m,mode=0700", "tmpfs", str(mount_point)], capture_output=True
+    )
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.decode(errors='replace').strip()}")
+    try:
+        yield mount_point
+    finally:
+        subprocess.run(["umount", "-l", str(mount_point)], check=False)
+
+
+def fill_disk(mount_point: Path) -> None:
+    """Write zeros until the disk is full, as another program would."""
+    written = 0
+    with open(mount_point / "filler", "wb", buffering=0) as filler:
+        while written < (1 << 20):
+            try:
+                filler.write(bytes(4096))
+            except OSError as exc:
+                if exc.errno != errno.ENOSPC:
+                    raise
+                return
+            written += 4096
+    raise AssertionError("a 1 MiB disk took more than 1 MiB")
+
+
+async def test_on_a_full_1_mib_data_dir_the_halt_cancels_everything_and_holds_after_a_restart(
+    small_disk: Path,
+) -> None:
+    data_dir = small_disk / "data"
+    port = free_port()
+    env = service_env(data_dir, port, FTSERVICE_LIVE_TRADING="true")
+    service = await ServiceProcess.start([*main_py(), "--headless"], env, port)
+    try:
+        async with aiohttp.ClientSession() as http:
+            api = Api(http, service.base_url, (data_dir / "api-key").read_text().strip())
+            await api.ok("POST", "/auth/login", {"username": "trader", "password": "paper-pass"})
+            placed = await api.place_resting_orders(5)
+            fill_disk(small_disk)
+
+            acct = (await api.ok("GET", "/accounts"))[0]["acct_num"]
+            order = {"acctNum": acct, "symbol": "AAPL", "orderActionCode": "B", "qty": 1, "priceTypeCode": "M"}
+            status, refused = await api.call("POST", "/orders/equity/preview", {**order, "tifCode": "D"})
+            assert status == 507 and refused["error"]["code"] == "STORAGE_FULL", refused
+            assert refused["error"]["details"]["data_dir"] == str(data_dir)
+            assert str(data_dir) in refused["error"]["message"] and "KiB free" in refused["error"]["message"]
+
+            halt = await api.ok("POST", "/safety/halt", {"reason": "disk full"})
+            assert sorted(c["conf_num"] for c in halt["canceled"]) == sorted(placed) and halt["failures"] == []
+            assert halt["saved"] is True
+            assert await api.working() == []
+            problems = (await api.ok("GET", "/health"))["problems"]
+            assert any("STORAGE_FULL" in problem and str(data_dir) in problem for problem in problems), problems
+        assert await service.stop() == 0
+        assert "Traceback" not in await service.stderr_text()
+    finally:
+        await service.kill()
+
+    restarted = await ServiceProcess.start([*main_py(), "--headless"], env, port)  # the disk is still full
+    try:
+        assert "LIVE TRADING" not in restarted.banner
+        async with aiohttp.ClientSession() as http:
+            api = Api(http, restarted.base_url, (data_dir / "api-key").read_text().strip())
+            await api.ok("POST", "/auth/login", {"username": "trader", "password": "paper-pass"})
+            state = await api.ok("GET", "/safety")
+            assert state["halt"]["halted"] is True and state["halt"]["reason"] == "disk full"
+            assert await api.working() == []
+            journal = await api.ok("GET", "/orders/journal?limit=100")
+            canceled = {e["conf_num"] for e in journal if e["action"] == "cancel" and e["outcome"] == "accepted"}
+            assert canceled == set(placed)  # every cancel's outcome reached the journal
+    finally:
+        await restarted.kill()

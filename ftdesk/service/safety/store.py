@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ftdesk.data_dir import DATA_DIR_MODE, DATA_FILE_MODE, DataDirSpace, is_disk_full, move_aside
+from ftdesk.domain.errors import StorageFull
 from ftdesk.domain.safety import HaltState, LiveSwitchChange
 
 log = logging.getLogger(__name__)
@@ -124,11 +125,11 @@ class SafetyStore:
         try:
             self._overwrite(text)
         except OSError as exc:
-            if not is_disk_full(exc):
+            if not (is_disk_full(exc) or isinstance(exc, FileNotFoundError)):  # no file yet: none to rewrite
                 raise
             if self.space is not None:
                 raise self.space.note_full("the safety file cannot be written") from None
-            raise
+            raise StorageFull(f"The disk of {self.path.parent} is full: the safety file cannot be written") from None
         log.warning("The disk is full: the safety file %s was rewritten in place", self.path)
 
     def _replace(self, text: str) -> None:
