@@ -22,7 +22,7 @@ import aiohttp  # noqa: E402
 import qasync  # noqa: E402
 from PySide6.QtCore import QPoint  # noqa: E402
 from PySide6.QtGui import QGuiApplication, QPixmap  # noqa: E402
-from PySide6.QtWidgets import QApplication, QWidget  # noqa: E402
+from PySide6.QtWidgets import QApplication, QComboBox, QWidget  # noqa: E402
 
 from ftdesk.app import ServiceRuntime  # noqa: E402
 from ftdesk.autostart import login_item_for_platform  # noqa: E402
@@ -109,6 +109,13 @@ async def shoot(app: QApplication, data_dir: str) -> None:
         login_item = login_item_for_platform("linux", home=Path(data_dir), environ={})
         dialog = SettingsDialog(desktop.bridge.settings, desktop.bridge, login_item=login_item)
         await show_and_save(app, dialog, "settings-dialog.png")
+        # The same dialog with Fidelity chosen as the broker: its account-event (BEPS) settings appear.
+        fidelity = SettingsDialog(desktop.bridge.settings, desktop.bridge, login_item=login_item)
+        broker = fidelity.editor("broker")
+        if not isinstance(broker, QComboBox):
+            raise SystemExit("the settings dialog has no broker choice")
+        broker.setCurrentIndex(broker.findData("fidelity"))
+        await show_and_save(app, fidelity, "settings-dialog-fidelity.png")
 
         # As the menu opens it: naming the broker, the accounts and the local risk limits in force.
         desktop.actions.set_live_trading(True)
@@ -120,6 +127,23 @@ async def shoot(app: QApplication, data_dir: str) -> None:
         desktop.window.bring_to_front()
         await settle(app)
         save(desktop.window.grab(), "status-window.png")
+        desktop.window.hide()
+
+        # Halted by a script: the tray's own look, the menu's first line and the status window's.
+        async with http.post("/api/v1/safety/halt", json={"reason": "screenshot"}) as answer:
+            assert answer.status == 200, await answer.text()
+        await settle(app, 1.0)
+        if desktop.tray is not None:
+            geometry = desktop.tray.icon.geometry()
+            desktop.tray.menu.popup(geometry.bottomLeft() if geometry.isValid() else QPoint(900, 30))
+            await settle(app)
+            save(desktop.tray.menu.grab(), "tray-menu-halted.png")
+            corner = screen.grabWindow(0)
+            save(corner.copy(corner.width() - 560, 0, 560, 360), "tray-corner-halted.png")
+            desktop.tray.menu.hide()
+        desktop.window.bring_to_front()
+        await settle(app)
+        save(desktop.window.grab(), "status-window-halted.png")
         desktop.window.hide()
         stream.close()
         await http.close()

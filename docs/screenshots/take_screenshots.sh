@@ -7,5 +7,5 @@ export QT_QPA_PLATFORM=xcb PYTHON_KEYRING_BACKEND=keyring.backends.fail.Keyring
 exec xvfb-run -a -s "-screen 0 1280x800x24" dbus-run-session -- bash -c '
     trayer --edge top --align right --widthtype request --height 24 --transparent false &
     sleep 1
-    .venv/bin/python docs/screenshots/take_screenshots.py
+    ${PYTHON:-.venv/bin/python} docs/screenshots/take_screenshots.py
 '

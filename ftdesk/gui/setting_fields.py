@@ -39,14 +39,20 @@ class Row:
     choices: tuple[tuple[str, str], ...] = ()  # (value, what the trader reads)
     unit: str = ""
     grouped: bool = False  # a quantity or an amount: shown with thousands separators, typed with or without
+    off_when_empty: bool = False  # a risk limit: empty (or 0) turns it off
+
+
+def _limit(name: str, label: str, *, unit: str = "", grouped: bool = True) -> Row:
+    """Return a risk limit's row: empty (or 0) turns it off."""
+    return Row(name, label, Kind.TEXT, unit=unit, grouped=grouped, off_when_empty=True)
 
 
 RISK_LIMITS_GROUP = "Risk limits"
 """The group the dialog shows in its own column, beside the others."""
 FIDELITY_GROUP = "Fidelity account events"
 """Settings that only mean something on the Fidelity broker: the dialog shows them while Fidelity is chosen."""
-OFF = "0 = off"
-"""What a risk limit's unit says: 0 (or an empty field) turns that limit off."""
+LIMITS_NOTE = "0 or an empty field turns a limit off. Each applies to the next order, without a restart."
+"""What the risk-limits group says first."""
 GROUPS: tuple[tuple[str, tuple[Row, ...]], ...] = (
     (
         "General",
@@ -99,14 +105,14 @@ GROUPS: tuple[tuple[str, tuple[Row, ...]], ...] = (
         # one off. Only the trader changes them (here, the settings file or FTSERVICE_*): the API cannot.
         RISK_LIMITS_GROUP,
         (
-            Row("max_equity_qty", "Max shares per order", Kind.TEXT, unit=f"shares, {OFF}", grouped=True),
-            Row("max_equity_notional", "Max per equity order", Kind.TEXT, unit=f"dollars, {OFF}", grouped=True),
-            Row("max_option_contracts", "Max contracts per order", Kind.TEXT, unit=f"contracts, {OFF}", grouped=True),
-            Row("max_option_notional", "Max per option order", Kind.TEXT, unit=f"dollars, {OFF}", grouped=True),
-            Row("max_price_distance_pct", "Max price distance", Kind.TEXT, unit=f"% of quote, {OFF}"),
-            Row("max_orders_per_minute", "Max orders per minute", Kind.TEXT, unit=OFF, grouped=True),
-            Row("max_open_orders", "Max open orders", Kind.TEXT, unit=OFF, grouped=True),
-            Row("daily_loss_limit", "Daily loss limit", Kind.TEXT, unit=f"dollars, {OFF}", grouped=True),
+            _limit("max_equity_qty", "Max shares per order", unit="shares"),
+            _limit("max_equity_notional", "Max per equity order", unit="dollars"),
+            _limit("max_option_contracts", "Max contracts per order", unit="contracts"),
+            _limit("max_option_notional", "Max per option order", unit="dollars"),
+            _limit("max_price_distance_pct", "Max price distance", unit="% of quote", grouped=False),
+            _limit("max_orders_per_minute", "Max orders per minute"),
+            _limit("max_open_orders", "Max open orders"),
+            _limit("daily_loss_limit", "Daily loss limit", unit="dollars"),
             Row("symbol_allow", "Only these symbols", Kind.TEXT),
             Row("symbol_deny", "Never these symbols", Kind.TEXT),
         ),
@@ -162,9 +168,13 @@ class SettingEditor:
             self.editor.setCurrentIndex(max(0, self.editor.findData(value)))
         else:
             self.editor = QLineEdit(_shown(value, row.grouped))
-            if spec.default is None:
+            if row.off_when_empty:
+                self.editor.setPlaceholderText("off")
+            elif spec.default is None:
                 self.editor.setPlaceholderText("not set")
             self.editor.setClearButtonEnabled(not locked)
+            # Room for an amount like 100,000,000 beside the clear button, whatever the column's width.
+            self.editor.setMinimumWidth(self.editor.fontMetrics().horizontalAdvance("100,000,000") + 36)
         self.editor.setObjectName(row.name)
         self.editor.setToolTip(tooltip)
         self.editor.setAccessibleName(row.label)

@@ -38,6 +38,7 @@ from ftdesk.gui.setting_fields import (
     ERROR_STYLE,
     FIDELITY_GROUP,
     GROUPS,
+    LIMITS_NOTE,
     NOTE_STYLE,
     RISK_LIMITS_GROUP,
     ROWS,
@@ -76,7 +77,7 @@ class SettingsDialog(QDialog):
         self._api_key_locked = settings.locked_by_env("api_key")
         self._editors: dict[str, SettingEditor] = {}
         self.setWindowTitle("Settings - ftdesk")
-        self.setMinimumWidth(900)
+        self.setMinimumWidth(1000)
 
         layout = QVBoxLayout(self)
         # Two columns, so the dialog stays short enough for a laptop screen: the risk limits on the right.
@@ -93,6 +94,11 @@ class SettingsDialog(QDialog):
                 self._fidelity_group = group
             form = QFormLayout(group)
             form.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
+            if title == RISK_LIMITS_GROUP:
+                note = QLabel(LIMITS_NOTE)
+                note.setObjectName("limits_note")
+                note.setWordWrap(True)
+                form.addRow(note)
             for row in rows:
                 spec = SETTINGS_BY_NAME[row.name]
                 value = getattr(settings, row.name)

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from PySide6.QtCore import QObject
-from PySide6.QtGui import QAction
+from PySide6.QtGui import QAction, QFont
 from PySide6.QtWidgets import QMenu, QSystemTrayIcon
 
 from ftdesk.domain.session import SessionState
@@ -47,7 +47,12 @@ class TrayIcon(QObject):
         self.look = TrayLook.LOGGED_OUT
         self.icon = QSystemTrayIcon(icons.tray_icon(self.look), self)
         self.menu = QMenu()
-        self.halt_line_action = self._status_line()  # first, and only while halted
+        # First, and only while halted: bold and not greyed out like the other status lines, so it cannot be missed;
+        # it opens the status window, where the halt is explained and can be lifted.
+        self.halt_line_action = self._action("", actions.show_window)
+        bold = QFont(self.halt_line_action.font())
+        bold.setBold(True)
+        self.halt_line_action.setFont(bold)
         self.status_actions = [self._status_line() for _ in range(5)]
         self.menu.addSeparator()
         self.login_action = self._action("Log in…", actions.log_in)

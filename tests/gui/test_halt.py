@@ -116,6 +116,7 @@ async def test_a_halt_has_its_own_tray_icon_and_a_first_status_line_in_the_menu_
     line = f"TRADING HALTED since {since} by api"
     texts = menu_texts(desktop)
     assert texts[0] == line and texts[1].startswith("Session: logged in")
+    assert tray.halt_line_action.isEnabled() and tray.halt_line_action.font().bold()  # not greyed out
     assert tray.icon.icon().cacheKey() == desktop.app.icons.tray_icon(TrayLook.HALTED).cacheKey()
     assert window.halt_line_label.text() == line and not window.halt_line_label.isHidden()
 

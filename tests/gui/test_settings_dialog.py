@@ -464,18 +464,20 @@ async def test_limits_read_with_thousands_separators_say_0_is_off_and_save_as_nu
     dialog = open_dialog(FTSERVICE_MAX_EQUITY_NOTIONAL="250000")
     assert line(dialog, "max_equity_notional").text() == "250,000"  # the environment's value, read-only
     assert line(dialog, "max_equity_qty").text() == f"{int(SETTINGS_BY_NAME['max_equity_qty'].default):,}"
-    unit = dialog.findChild(QLabel, "daily_loss_limit_unit")
-    assert unit is not None and unit.text() == "dollars, 0 = off"
-    for name in ("max_orders_per_minute", "max_open_orders", "max_price_distance_pct"):
-        label = dialog.findChild(QLabel, f"{name}_unit")
-        assert label is not None and "0 = off" in label.text()
+    note = dialog.findChild(QLabel, "limits_note")
+    assert note is not None and note.text().startswith("0 or an empty field turns a limit off")
+    assert dialog.findChild(QGroupBox, "group_risk limits").isAncestorOf(note)  # type: ignore[union-attr]
+    retype(qtbot, dialog, "max_open_orders", "")
+    assert line(dialog, "max_open_orders").placeholderText() == "off"
     retype(qtbot, dialog, "daily_loss_limit", "12500")
     line(dialog, "daily_loss_limit").editingFinished.emit()
     assert line(dialog, "daily_loss_limit").text() == "12,500"
     retype(qtbot, dialog, "max_equity_qty", "20,000")
     dialog.save_button.click()
     await wait_until(lambda: len(service.received) == 1)
-    assert service.received == [{"daily_loss_limit": 12500.0, "max_equity_qty": 20000.0}]
+    assert service.received == [
+        {"daily_loss_limit": 12500.0, "max_equity_qty": 20000.0, "max_open_orders": 0}
+    ]  # 0: off
 
 
 def test_the_fields_of_a_column_are_equally_wide(open_dialog: Callable[..., SettingsDialog]) -> None:
