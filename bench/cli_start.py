@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import signal
 import statistics
 import subprocess
@@ -31,10 +32,16 @@ from smoke import free_port, wait_for_health  # noqa: E402
 KEY = "bench-cli-key-0123456789abcdef0123456789"
 
 
-def timed(argv: list[str], env: dict[str, str]) -> float:
+def timed(argv: list[str], env: dict[str, str], cpu_times: dict[str, list[float]]) -> float:
+    """Run a process; return its wall time and keep its CPU time (user + system) under its first argument."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     subprocess.run(argv, env=env, check=True, stdout=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
-    return time.perf_counter() - started
+    wall = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    cpu_times.setdefault(" ".join(argv[1:3]), []).append(cpu)
+    return wall
 
 
 def summary(name: str, seconds: list[float]) -> str:
@@ -66,12 +73,13 @@ def main() -> None:
             wait_for_health(service, f"http://127.0.0.1:{port}", time.perf_counter())
             url = f"http://127.0.0.1:{port}"
             bare, imports, whole, served = [], [], [], []
+            cpu_times: dict[str, list[float]] = {}
             with Client(url, KEY) as api:
                 api.login("trader", "paper-pass")
                 for _ in range(runs):
-                    bare.append(timed([sys.executable, "-c", "pass"], env))
-                    imports.append(timed([sys.executable, "-c", "import ftdesk.cli.commands"], env))
-                    whole.append(timed([sys.executable, "-m", "ftdesk", "quote", "AAPL", "--url", url], env))
+                    bare.append(timed([sys.executable, "-c", "pass"], env, cpu_times))
+                    imports.append(timed([sys.executable, "-c", "import ftdesk.cli.commands"], env, cpu_times))
+                    whole.append(timed([sys.executable, "-m", "ftdesk", "quote", "AAPL", "--url", url], env, cpu_times))
                     started = time.perf_counter()
                     api.get_quotes(["AAPL"])
                     served.append(time.perf_counter() - started)
@@ -87,6 +95,8 @@ def main() -> None:
         f"subcommand besides the service's time: {besides * 1000:.0f} ms; above a bare interpreter: "
         f"{(besides - statistics.median(bare)) * 1000:.0f} ms"
     )
+    for name, seconds in cpu_times.items():
+        print(summary(f"CPU time of: python {name}", seconds))
     print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())} on {os.cpu_count()} cores")
 
 

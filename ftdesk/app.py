@@ -24,6 +24,7 @@ from ftdesk.autostart import LoginItem, login_item_for_platform
 from ftdesk.brokers.base import Broker
 from ftdesk.brokers.paper.broker import PaperBroker, paper_db_path, reset_world
 from ftdesk.brokers.paper.config import PaperConfig
+from ftdesk.cli.dispatch import SUBCOMMANDS, run_subcommand
 from ftdesk.config import SETTINGS, ConfigError, Settings, load_settings
 from ftdesk.data_dir import DataDirDamaged, DataDirSpace, secure_data_dir, tightened_message
 from ftdesk.domain.clock import Clock, SystemClock
@@ -494,7 +495,10 @@ def set_autostart(choice: str, login_item: LoginItem | None) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Start ftdesk from the command line; return the process exit code."""
-    args = _parse_args(argv)
+    given = list(sys.argv[1:] if argv is None else argv)
+    if given and given[0] in SUBCOMMANDS:  # a console script installed before ftdesk.cli.entry became the entry
+        return run_subcommand(given)
+    args = _parse_args(given)
     if args.autostart:
         return set_autostart(args.autostart, login_item_for_platform())
     try:

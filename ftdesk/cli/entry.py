@@ -9,39 +9,14 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 
-SUBCOMMANDS = frozenset(
-    {
-        "quote",
-        "positions",
-        "balances",
-        "orders",
-        "chain",
-        "status",
-        "buy",
-        "sell",
-        "short",
-        "cover",
-        "cancel",
-        "halt",
-        "resume",
-        "stream",
-        "mcp",
-    }
-)
-"""The first arguments that run a subcommand instead of the app."""
+from ftdesk.cli.dispatch import SUBCOMMANDS, run_subcommand
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run a subcommand (``ftdesk quote AAPL``) or start the app (``ftdesk --headless``); return the exit code."""
     args = list(sys.argv[1:] if argv is None else argv)
-    if args and args[0] == "mcp":
-        from ftdesk.assistant.server import run_mcp
-
-        return run_mcp(args[1:])
     if args and args[0] in SUBCOMMANDS:
-        from ftdesk.cli.commands import run
-
-        return run(args)
+        return run_subcommand(args)
     from ftdesk.app import main as app_main
 
     return app_main(args)

@@ -65,3 +65,10 @@ def test_the_apps_own_flags_still_reach_the_app(capsys) -> None:
         main(["--no-such-flag"])
     assert unknown.value.code == 2 and "--no-such-flag" in capsys.readouterr().err
     assert not {"--headless", "--print-api-key", "--reset-paper", "--autostart"} & SUBCOMMANDS
+
+
+def test_a_console_script_made_before_the_cli_entry_still_runs_subcommands(capsys) -> None:
+    from ftdesk.app import main as app_main  # what an `ftdesk` script installed by an older ftdesk calls
+
+    assert app_main(["quote", "--help"]) == 0
+    assert capsys.readouterr().out.startswith("usage: ftdesk quote")
