@@ -276,3 +276,38 @@ async def test_without_stored_credentials_an_expiry_stops_paper_calls_as_in_fide
     status, body = await service.call("GET", f"{API}/accounts/{acct}/positions")
     assert status == 401 and body["error"]["code"] == "SESSION_EXPIRED", body
     assert RKLB_SNAPSHOT["29"] == str(RKLB_LAST)
+
+
+async def test_switching_markets_keeps_the_world_values_it_on_the_new_market_and_is_journaled(
+    start_service: Callable[..., Any], start_paper_on_fidelity: StartPaperOnFidelity
+) -> None:
+    simulated = await start_service(live_trading="true")
+    await simulated.login()
+    acct = await richest_account(simulated)
+    placed = await place(simulated, "equity", {**equity(acct, "B", 3), "symbol": "AAPL"})  # on the simulated market
+    assert (await order_detail(simulated, acct, placed["conf_num"]))["status"] == "FILLED"
+    status, before = await simulated.call("GET", f"{API}/accounts/{acct}/positions")
+    simulated_aapl = next(p for p in before["data"] if p["symbol"] == "AAPL")
+    await simulated.runtime.stop()
+
+    service, upstream = await start_paper_on_fidelity()  # the same data dir: the same paper world
+    await login(service)
+    status, positions = await service.call("GET", f"{API}/accounts/{acct}/positions")
+    assert status == 200, positions
+    aapl = next(p for p in positions["data"] if p["symbol"] == "AAPL")
+    fidelity_last = float(snapshot_fields("AAPL")["29"])
+    assert aapl["quantity"] == simulated_aapl["quantity"]  # the same holding, seeded shares and the 3 bought
+    assert aapl["last_price"] == fidelity_last != simulated_aapl["last_price"]  # valued on Fidelity's quote
+    status, journal = await service.call("GET", f"{API}/orders/journal?limit=500")
+    markets = [e for e in journal["data"] if e["action"] == "market"]
+    assert [m["message"] for m in markets] == ["paper on Fidelity's market"]
+    await service.runtime.stop()
+
+    back = await start_service(live_trading="true")
+    status, journal = await back.call("GET", f"{API}/orders/journal?limit=500")
+    markets = [e for e in journal["data"] if e["action"] == "market"]
+    assert (markets[0]["message"], markets[0]["endpoint"]) == (
+        "paper on the simulated market",
+        "service start (was: paper on Fidelity's market)",
+    )
+    assert order_calls(upstream) == []
