@@ -44,7 +44,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"  {'symbol':<24}{'quantity':>12}{'last':>12}{'market value':>16}")
                 for position in api.get_positions(account.acct_num):
                     print(
-                        f"  {position.symbol:<24}{position.quantity:>12g}{position.last_price:>12.2f}"
+                        f"  {position.symbol:<24}{position.quantity:>12,g}{position.last_price:>12,.2f}"
                         f"{position.market_value:>16,.2f}"
                     )
                 print(f"  cash {balance.cash:,.2f}  net worth {balance.net_worth:,.2f}")

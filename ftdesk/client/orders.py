@@ -126,12 +126,27 @@ def cancel_body(acct: str, action_code: str) -> dict[str, Any]:
     return {"acct_num": acct, "action_code": action_code}
 
 
+def money(value: float | None) -> str:
+    """Return dollars as a trader reads them: thousands separators, cents ("1,752.00"); a dash when unknown."""
+    return "-" if value is None else f"{value:,.2f}"
+
+
+def price(value: float | None) -> str:
+    """Return a per-share price with thousands separators, keeping sub-penny digits ("1,234.5", "0.0525")."""
+    return "-" if value is None else f"{value:,.4f}".rstrip("0").rstrip(".")
+
+
+def quantity(value: float) -> str:
+    """Return shares or contracts with thousands separators ("1,500", "2.5")."""
+    return f"{value:,.6f}".rstrip("0").rstrip(".")
+
+
 def _price_words(preview: OrderPreview) -> str:
     return {
         "M": "at market",
-        "L": f"limit {preview.limit_price}",
-        "S": f"stop {preview.stop_price}",
-        "SL": f"stop {preview.stop_price} limit {preview.limit_price}",
+        "L": f"limit {price(preview.limit_price)}",
+        "S": f"stop {price(preview.stop_price)}",
+        "SL": f"stop {price(preview.stop_price)} limit {price(preview.limit_price)}",
     }.get(preview.price_type.value, preview.price_type.value)
 
 
@@ -142,15 +157,16 @@ def _broker_words(leg: PreviewLeg) -> str:
 
 def _order_lines(preview: OrderPreview) -> tuple[list[str], str]:
     # The order as the broker understood it, and what the preview's quote is a quote of.
-    words, price, tif = preview.broker_action_desc or preview.action_desc, _price_words(preview), preview.tif.value
+    words, at, tif = preview.broker_action_desc or preview.action_desc, _price_words(preview), preview.tif.value
     head = f"Preview {preview.conf_num} for account {preview.acct_num}: "
     if isinstance(preview, MultiLegPreview):
         legs = [
-            f"  leg {number}: {leg.action.name.lower().replace('_', ' ')} {leg.qty} {leg.symbol}{_broker_words(leg)}"
+            f"  leg {number}: {leg.action.name.lower().replace('_', ' ')} {quantity(leg.qty)} {leg.symbol}"
+            f"{_broker_words(leg)}"
             for number, leg in enumerate(preview.legs, start=1)
         ]
         net = " net" if preview.price_type.value != "M" else ""
-        return [f"{head}{preview.symbol} {len(preview.legs)}-leg option order, {words} {price}{net}, {tif}", *legs], (
+        return [f"{head}{preview.symbol} {len(preview.legs)}-leg option order, {words} {at}{net}, {tif}", *legs], (
             f"underlying {preview.symbol}"
         )
     if isinstance(preview, OptionPreview):
@@ -158,9 +174,9 @@ def _order_lines(preview: OrderPreview) -> tuple[list[str], str]:
         contracts = "contract" if preview.qty == 1 else "contracts"
         per_share = " per share" if preview.price_type.value != "M" else ""
         return [
-            f"{head}{words}{intent} {preview.qty:g} {contracts} {preview.symbol} {price}{per_share}, {tif}"
+            f"{head}{words}{intent} {quantity(preview.qty)} {contracts} {preview.symbol} {at}{per_share}, {tif}"
         ], "option"
-    return [f"{head}{words} {preview.qty:g} {preview.symbol} {price}, {tif}"], ""
+    return [f"{head}{words} {quantity(preview.qty)} {preview.symbol} {at}, {tif}"], ""
 
 
 def describe_preview(preview: OrderPreview) -> str:
@@ -171,9 +187,13 @@ def describe_preview(preview: OrderPreview) -> str:
     lines, quoted = _order_lines(preview)
     if preview.quote is not None:
         label = f"{quoted} quote" if quoted else "quote"
-        lines.append(f"  {label}: last {preview.quote.price} bid {preview.quote.bid} ask {preview.quote.ask}")
-    money = f"  est. cost {preview.est_cost:.2f}" if preview.est_cost else f"  est. proceeds {preview.est_proceeds:.2f}"
-    lines.append(f"{money}, commission {preview.est_commission:.2f}, fees {preview.est_fees:.2f}")
+        quote = preview.quote
+        lines.append(f"  {label}: last {price(quote.price)} bid {price(quote.bid)} ask {price(quote.ask)}")
+    if preview.est_cost:
+        amount = f"  est. cost {money(preview.est_cost)}"
+    else:
+        amount = f"  est. proceeds {money(preview.est_proceeds)}"
+    lines.append(f"{amount}, commission {money(preview.est_commission)}, fees {money(preview.est_fees)}")
     lines.extend(f"  warning: {warning}" for warning in preview.warnings)
     return "\n".join(lines)
 
