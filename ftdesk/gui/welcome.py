@@ -53,7 +53,12 @@ def python_example(api_url: str, key: str = KEY_PLACEHOLDER) -> str:
 
 def mode_sentence(status: AppStatus) -> str:
     """Return, as rich text, which broker ftdesk runs on and whether orders can reach it."""
-    if status.broker == "paper":
+    if status.paper_on_fidelity:
+        broker = (
+            "the <b>paper</b> broker on <b>Fidelity's market</b>: Fidelity's live quotes, paper accounts,"
+            " no real order possible"
+        )
+    elif status.broker == "paper":
         broker = "the <b>paper</b> broker: simulated accounts and prices, no real money"
     else:
         broker = f"<b>{escape(status.broker.capitalize())}</b>, your real brokerage account"

@@ -69,3 +69,11 @@ def test_paper_on_fidelitys_market_has_its_own_look_and_says_no_real_order_is_po
     ]
     assert status_lines(on_fidelity).broker == "Broker: paper on Fidelity's market"
     assert "no real order" not in tooltip(paper)
+
+
+def test_the_welcome_window_says_paper_on_fidelitys_market_allows_no_real_order() -> None:
+    from ftdesk.gui.welcome import mode_sentence
+
+    sentence = mode_sentence(replace(BASE, broker="paper", paper_market="fidelity"))
+    assert "<b>Fidelity's market</b>" in sentence and "no real order possible" in sentence
+    assert "Fidelity's market" not in mode_sentence(replace(BASE, broker="paper"))
