@@ -175,3 +175,17 @@ async def test_require_approval_holds_every_api_keys_places(start_service, requi
         else:
             placed = await api.place_equity_order(acct, "KO", "B", 1, "L", conf_num=preview.conf_num, limit_price=40)
             assert placed.conf_num
+
+
+async def test_a_bad_approval_timeout_header_is_refused_before_anything_is_held(start_service) -> None:
+    service = await started(start_service, ManualClock())
+    async with AsyncClient(service.base_url, service.api_key) as api:
+        acct = (await api.list_accounts())[0].acct_num
+        preview = await api.preview_equity_order(acct, "KO", "B", 1, "L", limit_price=40)
+        body = {"acctNum": acct, "symbol": "KO", "orderActionCode": "B", "qty": 1, "priceTypeCode": "L",
+                "limitPrice": 40, "tifCode": "D", "confNum": preview.conf_num}  # fmt: skip
+        for bad in ("soon", "0", "601"):
+            headers = {"X-Ftdesk-Client": "mcp", "X-Ftdesk-Approval-Timeout": bad}
+            with pytest.raises(Exception, match="VALIDATION_ERROR") as refused:
+                await api.request("POST", "/orders/equity/place", json=body, headers=headers)
+            assert "X-Ftdesk-Approval-Timeout" in str(refused.value)

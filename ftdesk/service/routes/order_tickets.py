@@ -56,7 +56,24 @@ PLACE_OPENAPI: Mapping[str, Any] = MappingProxyType(
                 "request is in flight, CONFLICT. Only answers from the broker are remembered: a refusal before the "
                 "broker (LIVE_TRADING_DISABLED, PREVIEW_*, VALIDATION_ERROR, AUTH_REQUIRED) can be retried with the "
                 "same key. Keys are kept 30 days.",
-            }
+            },
+            {
+                "name": CLIENT_HEADER,
+                "in": "header",
+                "required": False,
+                "schema": {"type": "string", "maxLength": 64},
+                "description": "Who the client is. `mcp` (what `ftdesk mcp` sends) holds the place until the trader "
+                "approves it in the tray (see the Trader's approval rule). A declaration, not a credential: the "
+                "setting require_approval holds every place, whoever sends it.",
+            },
+            {
+                "name": TIMEOUT_HEADER,
+                "in": "header",
+                "required": False,
+                "schema": {"type": "number", "minimum": 1, "maximum": MAX_TIMEOUT},
+                "description": "Seconds a held place waits for the trader's approval before APPROVAL_TIMEOUT "
+                "(default: the approval_timeout setting, 60). Ignored for a place that is not held.",
+            },
         ]
     }
 )
