@@ -81,6 +81,14 @@ GROUPS: tuple[tuple[str, tuple[Row, ...]], ...] = (
         ),
     ),
     (
+        # Places held for the trader (docs/assistant.md): the assistant's always are; this holds every script's too.
+        "Approval",
+        (
+            Row("require_approval", "Every place needs my approval", Kind.CHECK),
+            Row("approval_timeout", "Approval wait", Kind.TEXT, unit="seconds"),
+        ),
+    ),
+    (
         "Server",
         (
             Row("port", "Port", Kind.TEXT),

@@ -490,3 +490,18 @@ def test_the_fields_of_a_column_are_equally_wide(open_dialog: Callable[..., Sett
     assert len(widths) == 10 and max(widths.values()) - min(widths.values()) <= 1, widths
     lefts = {editor.mapTo(dialog, editor.rect().topLeft()).x() for editor in risk.findChildren(QLineEdit)}
     assert len(lefts) == 1, "the fields start at one x"
+
+
+async def test_require_approval_is_a_checkbox_saved_without_a_restart(
+    qtbot: QtBot, open_dialog: Callable[..., SettingsDialog], service: FakeSettingsService
+) -> None:
+    dialog = open_dialog()
+    require = dialog.editor("require_approval")
+    assert isinstance(require, QCheckBox) and not require.isChecked() and "approval" in require.text()
+    assert "FTSERVICE_REQUIRE_APPROVAL" in require.toolTip()
+    require.click()
+    retype(qtbot, dialog, "approval_timeout", "90")
+    dialog.save_button.click()
+    await wait_until(lambda: not dialog.isVisible())
+    assert service.file() == {"require_approval": True, "approval_timeout": 90.0}
+    assert not dialog.restart_offered
