@@ -29,8 +29,18 @@ from build import MIB, folder_size  # noqa: E402
 from smoke import free_port, wait_for_health  # noqa: E402
 
 
-def start_once(command: list[str], gui: bool, scratch: Path) -> float:
-    """Start ``command`` on a fresh data dir; return the seconds to the first 200 on /api/v1/health."""
+def rss_mib(pid: int) -> float:
+    """Return a process's resident memory in MiB (0 where /proc is missing)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return 0.0
+    kib = next((int(line.split()[1]) for line in status.splitlines() if line.startswith("VmRSS:")), 0)
+    return kib / 1024
+
+
+def start_once(command: list[str], gui: bool, scratch: Path) -> tuple[float, float]:
+    """Start ``command`` on a fresh data dir; return the seconds to the first 200 and the RSS 2 s after it."""
     port = free_port()
     env = {name: value for name, value in os.environ.items() if not name.startswith(("FTSERVICE_", "QT_"))}
     env.update(
@@ -49,7 +59,9 @@ def start_once(command: list[str], gui: bool, scratch: Path) -> float:
         cwd=ROOT,
     )
     try:
-        return wait_for_health(process, f"http://127.0.0.1:{port}", started)
+        first = wait_for_health(process, f"http://127.0.0.1:{port}", started)
+        time.sleep(2)  # idle: the paper world is open and nothing is asked
+        return first, rss_mib(process.pid)
     finally:
         process.send_signal(signal.SIGTERM)
         process.wait(timeout=10)
@@ -73,15 +85,21 @@ def main() -> int:
     if not frozen:
         variants = {name: variant for name, variant in variants.items() if not name.startswith("frozen")}
     times: dict[str, list[float]] = {name: [] for name in variants}
+    memory: dict[str, list[float]] = {name: [] for name in variants}
     with tempfile.TemporaryDirectory(prefix="ftdesk-startup-") as scratch:
         for _ in range(args.runs):
             for name, (command, gui) in variants.items():
-                times[name].append(start_once(command, gui, Path(scratch)))
+                first, rss = start_once(command, gui, Path(scratch))
+                times[name].append(first)
+                memory[name].append(rss)
     print(f"load average after the runs: {os.getloadavg()[0]:.2f}; {args.runs} runs each, alternating")
     for name, seconds in times.items():
         low, high = min(seconds), max(seconds)
         median = statistics.median(seconds)
-        print(f"{name:>26}: first 200 after {median * 1000:.0f} ms (median; {low * 1000:.0f}-{high * 1000:.0f} ms)")
+        print(
+            f"{name:>26}: first 200 after {median * 1000:.0f} ms (median; {low * 1000:.0f}-{high * 1000:.0f} ms), "
+            f"idle RSS {statistics.median(memory[name]):.0f} MiB"
+        )
     imports = subprocess.run(
         [
             sys.executable,

@@ -243,6 +243,11 @@ class SafetyGuard:
         """Let held requests go on."""
         self._requests_may_proceed.set()
 
+    @property
+    def requests_held(self) -> bool:
+        """Say whether a start-up sweep holds requests now."""
+        return not self._requests_may_proceed.is_set()
+
     async def requests_may_proceed(self) -> None:
         """Return once no start-up sweep holds requests."""
         await self._requests_may_proceed.wait()

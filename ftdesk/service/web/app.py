@@ -32,8 +32,10 @@ def _sweep_gate(guard: SafetyGuard) -> Callable[..., Awaitable[web.StreamRespons
         request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
     ) -> web.StreamResponse:
         # Served anyway after the wait: previews and places are refused while halted, and cancels must work.
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(guard.requests_may_proceed(), SWEEP_HOLD_SECONDS)
+        # Nothing held (every request but those of a halted run's first seconds): no timer to arm and cancel.
+        if guard.requests_held:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(guard.requests_may_proceed(), SWEEP_HOLD_SECONDS)
         return await handler(request)
 
     return sweep_gate
