@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from PySide6.QtGui import QFont
 
+from ftdesk.domain.accounts import Position
 from ftdesk.gui.cockpit_rows import GROUP_SPAN, ORDER_COLUMNS, POSITION_COLUMNS
 from tests.fakes.waiting import wait_until
-from tests.gui.test_cockpit import column, resting_buy, trading_desktop
+from tests.gui.test_cockpit import column, place, resting_buy, trading_desktop
 
 FIGURES = ("Qty", "Last", "Market value", "Day P&L", "Total P&L")
 
@@ -99,3 +100,18 @@ async def test_the_journal_tab_says_in_words_what_was_done_including_the_halt(ma
     assert placed[4] == "Buy" and placed[7] == "Done" and f"order {conf}" in placed[-1]
     header = journal.horizontalHeader()
     assert header.sectionResizeMode(journal.columnCount() - 1).name == "Stretch"  # the details fill the width
+
+
+async def test_on_paper_the_cockpits_day_pnl_rule_agrees_with_the_ledgers(make_desktop) -> None:
+    # The cockpit computes the day P&L itself (one rule for both brokers); on paper the ledger follows it too.
+    desktop, acct = await trading_desktop(make_desktop)
+    await place(desktop, {"acctNum": acct, "symbol": "NVDA", "orderActionCode": "B", "qty": 7, "priceTypeCode": "M"})
+    feed = desktop.app.feed
+
+    def nvda() -> Position | None:
+        return next((p for p in feed.snapshot.positions.get(acct, ()) if p.symbol == "NVDA"), None)
+
+    await wait_until(lambda: feed.snapshot.fills and nvda() is not None and nvda().quantity >= 7)  # type: ignore[union-attr]
+    held = nvda()
+    assert held is not None
+    assert abs(feed.snapshot.day_gain(held) - held.todays_gain_loss) <= 0.01 * 7
