@@ -42,6 +42,7 @@ from ftdesk.service.routes.common import Symbol, context
 from ftdesk.service.web.errors import spec_for
 from ftdesk.service.web.json_input import MAX_JSON_DEPTH, MAX_WS_MESSAGE_BYTES, parse_json
 from ftdesk.service.web.routing import Call, RouteTable, validate_json
+from ftdesk.service.web.websocket import ClientWebSocket
 from ftdesk.streaming.consumer import QuoteConsumer, normalize_symbols
 from ftdesk.streaming.hub import QuoteHub
 from ftdesk.streaming.models import ConsumerClosed, QuoteItem
@@ -259,7 +260,7 @@ async def _open_quotes_websocket(call: Call[None, None]) -> web.StreamResponse:
     """Upgrade the request and serve the connection until either side ends it."""
     ctx = context(call)
     streaming = call.app[STREAMING]
-    ws = web.WebSocketResponse(
+    ws = ClientWebSocket(  # closes with 1002 on an unmasked client frame (RFC 6455 section 5.1)
         timeout=WS_CLOSE_TIMEOUT, heartbeat=streaming.heartbeat_seconds, max_msg_size=MAX_WS_MESSAGE_BYTES
     )
     if not ws.can_prepare(call.request):

@@ -162,6 +162,14 @@ def make_security_middleware(policy: SecurityPolicy) -> Middleware:
                 )
             if len(accepted_hosts) < 16:
                 accepted_hosts.add(host_header)
+        if not request.raw_path.startswith("/"):
+            # A target in absolute form (GET http://127.0.0.1/... HTTP/1.1): aiohttp's request.host is then the
+            # target's authority, so the Host header is checked as well; both must name this machine.
+            sent = request.headers.get("Host", "")
+            if _host_name(sent) not in allowed_hosts:
+                raise e.HostNotAllowed(
+                    f"Host {sent!r} does not name this machine; use http://127.0.0.1 or http://localhost"
+                )
 
         origin = request.headers.get("Origin")
         cross_origin: str | None = None
