@@ -29,6 +29,8 @@ NOT_RUNNING = (
     "`ftdesk` (the tray, which also shows order approvals) or `ftdesk --headless` (reads and previews only)."
 )
 
+NEEDS_APPROVAL = "Every order placed through this assistant also needs the trader's approval in the ftdesk tray."
+
 APPROVAL_WORDS = MappingProxyType(
     {
         "APPROVAL_REJECTED": "The trader rejected this order in the ftdesk tray; nothing was placed.",
@@ -120,7 +122,13 @@ class Desk:
             body = equity_body(made.acct, **_equity_args(made.fields), conf_num=conf_num)
             path = "/orders/equity/place"
         headers = {"X-Ftdesk-Approval-Timeout": f"{wait:g}", "Idempotency-Key": f"mcp-{conf_num}"}
-        data = await self.api.request("POST", path, json=body, headers=headers)
+        try:
+            data = await self.api.request("POST", path, json=body, headers=headers)
+        except FtdeskApiError as exc:
+            if exc.code in APPROVAL_WORDS:
+                raise
+            # Refused before the trader was asked (dry-run, halt, a risk limit, the preview): say what still follows.
+            raise ToolRefusal(f"{refusal(exc)} Nothing was placed. {NEEDS_APPROVAL}") from None
         placement: OrderPlacement = parse_answer(OrderPlacement, data)
         del self.previews[conf_num]
         said = f" ({placement.message})" if placement.message else ""

@@ -189,3 +189,13 @@ async def test_a_bad_approval_timeout_header_is_refused_before_anything_is_held(
             with pytest.raises(Exception, match="VALIDATION_ERROR") as refused:
                 await api.request("POST", "/orders/equity/place", json=body, headers=headers)
             assert "X-Ftdesk-Approval-Timeout" in str(refused.value)
+
+
+async def test_a_place_refused_before_the_trader_is_asked_says_it_also_needs_approval(start_service) -> None:
+    service = await start_service(clock=ManualClock())  # dry-run, the default
+    async with AsyncClient(service.base_url, service.api_key) as api:
+        await api.login("trader", "paper-pass")
+    async with assistant(service) as client:
+        placed = await client.call_tool("place_order", {"conf_num": await preview_ko(client)})
+    assert placed.is_error and "LIVE_TRADING_DISABLED" in text_of(placed) and "Nothing was placed." in text_of(placed)
+    assert "also needs the trader's approval in the ftdesk tray" in text_of(placed)
