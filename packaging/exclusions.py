@@ -23,8 +23,7 @@ EXCLUDED_MODULES = [
     "pydantic.v1.mypy",
     "pydantic.v1._hypothesis_plugin",
     "PIL",
-    "pygments",
-    "rich",
+    "pygments",  # rich's syntax highlighting only; its tables (the `ftdesk` subcommands) do not import it
     "IPython",
     "pytest",
     "_pytest",

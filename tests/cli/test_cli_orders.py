@@ -49,7 +49,7 @@ async def test_yes_places_after_the_preview_and_the_order_is_listed_then_cancele
     )
     assert ran.code == 0, ran.err
     preview_line, placed_line = ran.out.splitlines()[0], ran.out.splitlines()[-1]
-    assert preview_line.startswith("Preview ") and "Buy 1000 KO" in preview_line
+    assert preview_line.startswith("Preview ") and "Buy 1,000 KO" in preview_line
     assert placed_line.startswith("Placed: conf_num ") and "status OPEN" in placed_line
     conf = placed_line.split()[2].rstrip(",")
     [row] = await places(service)
