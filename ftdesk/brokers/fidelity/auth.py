@@ -19,7 +19,8 @@ from urllib.parse import quote
 import pyotp
 
 from ftdesk.brokers.fidelity import values as v
-from ftdesk.brokers.fidelity.http import DIGITAL, ECAAP, FidelityHttp, Profile, raise_for_status
+from ftdesk.brokers.fidelity.http import DIGITAL, ECAAP, FidelityHttp, Profile
+from ftdesk.brokers.fidelity.upstream_answer import raise_for_status
 from ftdesk.domain.clock import Clock
 from ftdesk.domain.errors import BrokerError, LoginFailed, SessionExpired, TotpRequired
 from ftdesk.domain.session import Credentials

@@ -3,7 +3,7 @@
 One ``FidelityHttp`` is one login session: one aiohttp ``ClientSession`` with one cookie jar (the cookies
 *are* the session). It sends the login or the data header profile with a fresh ``fsreqid``
 per request, routes every URL through ``UpstreamRouter``, follows redirects itself (so a redirect stays
-on the routed host) and turns what comes back into domain outcomes:
+on the routed host) and turns what comes back into domain outcomes (the mapping lives in ``upstream_answer``):
 
 * 401, 403, a redirect towards a login page, or HTML where JSON was expected -> ``SessionExpired``
   (the real expired-session answer was never captured, so all the likely forms count);
@@ -34,7 +34,6 @@ import re
 import sys
 import uuid
 from collections.abc import Callable, Coroutine, Hashable, Mapping
-from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, TypeVar
 from urllib.parse import urlencode
@@ -43,12 +42,12 @@ import aiohttp
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, wait_random, wait_random_exponential
 from yarl import URL
 
-from ftdesk.brokers.fidelity import values as v
 from ftdesk.brokers.fidelity.answer_reuse import EventWatch, account_read
 from ftdesk.brokers.fidelity.config import FidelityConfig
 from ftdesk.brokers.fidelity.politeness import Politeness, parse_retry_after
 from ftdesk.brokers.fidelity.reference_cache import ReferenceCache, freshness
 from ftdesk.brokers.fidelity.routing import UpstreamRouter
+from ftdesk.brokers.fidelity.upstream_answer import UpstreamResponse, raise_for_business_error, raise_for_status
 from ftdesk.domain.clock import Clock
 from ftdesk.domain.errors import BrokerError, SessionExpired
 from ftdesk.domain.freshness import report as report_served
@@ -66,7 +65,6 @@ FASTQUOTE = "https://fastquote.fidelity.com"
 DATA_APP_ID = "AP149323"
 _MAX_REDIRECTS = 5
 _LOGIN_PATH = re.compile(r"/(login|signin|prgw/digital/login)", re.IGNORECASE)
-_UPSTREAM_CODE = re.compile(r"Code=([^,]*),\s*Text=(.*?)(?:,\s*Source=.*)?$", re.DOTALL)
 RETRIED_STATUSES = frozenset({429, 502, 503, 504})
 """Statuses a read is retried on: the upstream (or a proxy before it) is overloaded or briefly away."""
 _BACKOFF = wait_random_exponential(multiplier=0.25, max=4.0)  # full jitter: 0-0.25 s, 0-0.5 s, ... 0-4 s
@@ -109,42 +107,6 @@ def profile_headers(profile: Profile, app_version: str) -> dict[str, str]:
         "Content-Type": "application/json; charset=utf-8",
         "Accept": "application/json",
     }
-
-
-@dataclass(frozen=True)
-class UpstreamResponse:
-    """What one upstream call answered, after redirects."""
-
-    status: int
-    content_type: str
-    body: bytes
-    url: str
-    retry_after: str | None = None
-    """The ``Retry-After`` header, as sent."""
-    mapped: dict[Hashable, Any] = field(default_factory=dict, compare=False, repr=False)
-    """What callers sharing this answer made of it (``FidelityHttp.mapped_json``), made once for all of them."""
-
-    @property
-    def ok(self) -> bool:
-        """Say whether the status is 2xx."""
-        return 200 <= self.status < 300
-
-    def text(self) -> str:
-        """Return the body as text."""
-        return self.body.decode("utf-8", errors="replace")
-
-    def json(self) -> Any:
-        """Return the body as JSON (None when empty); raise ``SessionExpired`` for HTML, ``BrokerError`` else."""
-        stripped = self.body.strip()
-        if not stripped:
-            return None
-        if "html" in self.content_type or stripped[:1] == b"<":
-            # A login page where JSON was expected is how an expired session most likely looks (never captured).
-            raise SessionExpired("Fidelity answered with a web page instead of data: the session has expired")
-        try:
-            return json.loads(stripped)
-        except ValueError:
-            raise BrokerError(f"Fidelity sent a body that is not JSON (HTTP {self.status})") from None
 
 
 class Retryable(Exception):
@@ -537,73 +499,4 @@ def _gave_up(failure: Retryable, url: str, attempts: int, elapsed: float) -> Bro
         f"Fidelity is busy or unreachable ({URL(url).host}: {failure.description}) after {tries}: "
         f"try again in {details['retry_after']:g} s",
         details=details,
-    )
-
-
-def raise_for_status(response: UpstreamResponse, what: str) -> None:
-    """Raise ``SessionExpired`` for 401/403 and ``BrokerError`` (with the upstream message) for other non-2xx."""
-    if response.ok:
-        return
-    if response.status in (401, 403):
-        raise SessionExpired(f"Fidelity refused the session (HTTP {response.status}): log in again")
-    if response.status == 429:
-        # Only writes get here (a read is retried, then answered UPSTREAM_BUSY): a write is never retried.
-        raise BrokerError(
-            f"Fidelity asked ftdesk to slow down (HTTP 429) and did not take the {what}; ftdesk never "
-            "sends a write twice: check whether it took effect (for an order, its status) before sending it again",
-            details={"upstream_status": 429, "reason": "UPSTREAM_BUSY", "retried": False},
-        )
-    message = upstream_message(response)
-    suffix = f": {message}" if message else ""
-    raise BrokerError(
-        f"Fidelity {what} failed (HTTP {response.status}){suffix}",
-        details={"upstream_status": response.status},
-    )
-
-
-def upstream_message(response: UpstreamResponse) -> str | None:
-    """Return the human message an error body carries, if any (JSON messages, else a short text body)."""
-    try:
-        payload = json.loads(response.body) if response.body.strip() else None
-    except ValueError:
-        payload = None
-    if payload is None:
-        text = response.text().strip()
-        return text[:200] if text and "html" not in response.content_type and not text.startswith("<") else None
-    for record in v.walk_dicts(payload):
-        for key in ("message", "errorMessage", "error_description", "detail", "text"):
-            value = v.text(record.get(key))
-            if value:
-                return value[:300]
-    return None
-
-
-def parse_upstream_detail(detail: str) -> tuple[str | None, str]:
-    """Split ``Code=<X>,Text=<msg>,Source=<s>`` into the code and the message; other text is the message."""
-    match = _UPSTREAM_CODE.search(detail.strip())
-    if match is None:
-        return None, detail.strip()
-    return match.group(1).strip() or None, match.group(2).strip()
-
-
-def raise_for_business_error(payload: Any, what: str) -> None:
-    """Raise ``BrokerError`` when a 200 body says ``respTypeCode "E"``, with the upstream's message."""
-    failed = [record for record in v.walk_dicts(payload) if v.text(record.get("respTypeCode")) == "E"]
-    if not failed:
-        return
-    messages: list[str] = []
-    codes: list[str] = []
-    for record in v.walk_dicts(payload):
-        kind = (v.text(record.get("type")) or v.text(record.get("severity")) or "").lower()
-        detail = v.text(record.get("detail")) or v.text(record.get("message"))
-        if kind != "error" or not detail:
-            continue
-        code, message = parse_upstream_detail(detail)
-        if message and message not in messages:
-            messages.append(message)
-            codes.append(code or v.text_or(record.get("code")))
-    text = "; ".join(messages) or "the request was refused"
-    raise BrokerError(
-        f"Fidelity refused the {what}: {text}",
-        details={"upstream_codes": [code for code in codes if code]},
     )

@@ -14,7 +14,8 @@ import xml.etree.ElementTree as ElementTree
 from typing import Any
 
 from ftdesk.brokers.fidelity import values as v
-from ftdesk.brokers.fidelity.http import FidelityHttp, UpstreamResponse, raise_for_status
+from ftdesk.brokers.fidelity.http import FidelityHttp
+from ftdesk.brokers.fidelity.upstream_answer import UpstreamResponse, raise_for_status
 from ftdesk.domain.errors import BrokerError, NotFound, SessionExpired
 
 # ``ident( ... )`` with optional whitespace and a trailing semicolon (strip it on every fastquote body).

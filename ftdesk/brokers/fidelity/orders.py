@@ -21,9 +21,9 @@ from ftdesk.brokers.base import QuoteFeed
 from ftdesk.brokers.fidelity import orders_mapping as m
 from ftdesk.brokers.fidelity import orders_wire as w
 from ftdesk.brokers.fidelity.accounts import FidelityAccounts
-from ftdesk.brokers.fidelity.http import raise_for_status
 from ftdesk.brokers.fidelity.orders_actions import Asked
 from ftdesk.brokers.fidelity.session import FidelitySession
+from ftdesk.brokers.fidelity.upstream_answer import raise_for_status
 from ftdesk.brokers.fidelity.values import option_contract
 from ftdesk.domain.cancel_codes import check_cancel_code
 from ftdesk.domain.clock import Clock

@@ -14,7 +14,6 @@ from types import MappingProxyType
 from typing import Any
 
 from ftdesk.brokers.fidelity import values as v
-from ftdesk.brokers.fidelity.http import parse_upstream_detail, raise_for_business_error
 from ftdesk.brokers.fidelity.orders_actions import (
     Asked,
     ReadBack,
@@ -23,6 +22,7 @@ from ftdesk.brokers.fidelity.orders_actions import (
     preview_legs,
     read_back,
 )
+from ftdesk.brokers.fidelity.upstream_answer import parse_upstream_detail, raise_for_business_error
 from ftdesk.brokers.fidelity.values import option_contract
 from ftdesk.domain.errors import BrokerError, OrderRejected
 from ftdesk.domain.order_actions import ActionKind

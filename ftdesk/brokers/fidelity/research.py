@@ -16,11 +16,12 @@ from yarl import URL
 
 from ftdesk.brokers.fidelity import research_mapping as rm
 from ftdesk.brokers.fidelity import values as v
-from ftdesk.brokers.fidelity.http import DIGITAL, DPSERVICE, FidelityHttp, UpstreamResponse, raise_for_status
+from ftdesk.brokers.fidelity.http import DIGITAL, DPSERVICE, FidelityHttp
 from ftdesk.brokers.fidelity.market_data import fetch_last_trade, fetch_montage
 from ftdesk.brokers.fidelity.market_data_mapping import best_mid
 from ftdesk.brokers.fidelity.market_data_parsing import parse_body
 from ftdesk.brokers.fidelity.session import FidelitySession
+from ftdesk.brokers.fidelity.upstream_answer import UpstreamResponse, raise_for_status
 from ftdesk.brokers.fidelity.values import new_york_date, option_contract
 from ftdesk.domain.clock import Clock
 from ftdesk.domain.errors import BrokerError, Conflict, NotFound, SessionExpired, ValidationFailed

@@ -23,9 +23,8 @@ from types import MappingProxyType
 from typing import Any
 
 from ftdesk.brokers.fidelity import values as v
-from ftdesk.brokers.fidelity.http import (
-    DPSERVICE,
-    FidelityHttp,
+from ftdesk.brokers.fidelity.http import DPSERVICE, FidelityHttp
+from ftdesk.brokers.fidelity.upstream_answer import (
     UpstreamResponse,
     raise_for_business_error,
     raise_for_status,

@@ -6,7 +6,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ftdesk.brokers.fidelity import values as v
-from ftdesk.brokers.fidelity.http import parse_upstream_detail
+from ftdesk.brokers.fidelity.upstream_answer import parse_upstream_detail
 from ftdesk.domain.errors import BrokerError
 
 

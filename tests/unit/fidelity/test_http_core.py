@@ -7,16 +7,14 @@ import re
 
 import pytest
 
-from ftdesk.brokers.fidelity.http import (
-    Profile,
+from ftdesk.brokers.fidelity.http import Profile, new_request_id, profile_headers
+from ftdesk.brokers.fidelity.politeness import TokenBucket
+from ftdesk.brokers.fidelity.upstream_answer import (
     UpstreamResponse,
-    new_request_id,
     parse_upstream_detail,
-    profile_headers,
     raise_for_business_error,
     raise_for_status,
 )
-from ftdesk.brokers.fidelity.politeness import TokenBucket
 from ftdesk.domain.errors import BrokerError, SessionExpired
 from tests.fakes.clock import ManualClock
 

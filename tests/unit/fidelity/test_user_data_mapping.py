@@ -11,7 +11,7 @@ from ftdesk.brokers.fidelity import market_calendar as calendar
 from ftdesk.brokers.fidelity import user_data_alerts as alerts
 from ftdesk.brokers.fidelity import user_data_preferences as prefs
 from ftdesk.brokers.fidelity import user_data_watchlists as lists
-from ftdesk.brokers.fidelity.http import UpstreamResponse
+from ftdesk.brokers.fidelity.upstream_answer import UpstreamResponse
 from ftdesk.brokers.fidelity.user_data_common import check_sys_msgs
 from ftdesk.domain.errors import BrokerError, SessionExpired
 from ftdesk.domain.user_data import PriceTriggerDraft, TriggerBasis, TriggerDirection, TriggerStatus
