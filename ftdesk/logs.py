@@ -43,6 +43,20 @@ def log_safe(value: object, limit: int = 300) -> str:
     return _CONTROL.sub(_escaped, text)
 
 
+def mask_username(username: str | None) -> str | None:
+    """Show enough of a username to recognise it, not enough to reuse it."""
+    if not username:
+        return None
+    if len(username) <= 4:
+        return username[0] + "***"
+    return f"{username[:2]}***{username[-2:]}"
+
+
+def logged_username(username: str | None) -> str:
+    """Return a username as a log line shows it: masked, control characters escaped (one line, whatever it holds)."""
+    return log_safe(mask_username(username) or "-")
+
+
 class OneRecordPerLineFormatter(logging.Formatter):
     """Indents the continuation lines of a multi-line message and escapes other control characters.
 

@@ -23,7 +23,7 @@ from ftdesk.config import Settings
 from ftdesk.domain.clock import Clock
 from ftdesk.domain.errors import AuthRequired, LoginFailed, SessionExpired, TotpRequired
 from ftdesk.domain.session import Credentials, SessionState
-from ftdesk.logs import log_safe
+from ftdesk.logs import logged_username, mask_username
 from ftdesk.service.credentials import CredentialStore
 
 log = logging.getLogger(__name__)
@@ -45,15 +45,6 @@ class SessionStatus(BaseModel):
     live_trading: bool = Field(description="False in dry-run mode: place operations are refused.")
     credentials_stored: bool
     last_error: str | None = Field(description="Why the last login, keep-alive or re-auth failed, if it did.")
-
-
-def mask_username(username: str | None) -> str | None:
-    """Show enough of a username to recognise it, not enough to reuse it."""
-    if not username:
-        return None
-    if len(username) <= 4:
-        return username[0] + "***"
-    return f"{username[:2]}***{username[-2:]}"
 
 
 class SessionManager:
@@ -159,7 +150,7 @@ class SessionManager:
         self._last_error = None
         self._set_state(SessionState.LOGGED_IN)
         self._start_keepalive()
-        log.info("Logged in to %s as %s", self.broker.name, log_safe(mask_username(session.username)))
+        log.info("Logged in to %s as %s", self.broker.name, logged_username(session.username))
 
     def _fail_login(self, reason: str) -> None:
         self._stop_keepalive()

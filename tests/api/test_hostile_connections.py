@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import logging
 import os
 import struct
 from urllib.parse import urlsplit
@@ -127,5 +128,79 @@ async def test_masked_client_frames_split_anywhere_are_read_as_usual(service) ->
             assert first & 0x0F != 0x8, payload
             if b'"error"' in payload:
                 break
+    finally:
+        writer.close()
+
+
+async def test_a_username_with_a_newline_is_logged_masked_on_one_line(
+    service, caplog: pytest.LogCaptureFixture
+) -> None:
+    username = "trader-one\n2026-01-01 00:00:00,000 INFO ftdesk: forged line by trader-one"
+    with caplog.at_level(logging.INFO):
+        async with service.http.post(
+            service.url("/api/v1/auth/login"),
+            json={"username": username, "password": "paper-pass"},
+            headers=service.auth,
+        ) as answer:
+            assert answer.status == 200
+    lines = [record.getMessage() for record in caplog.records]
+    assert not [line for line in lines if "\n" in line or "trader-one" in line], lines
+    assert any("tr***ne" in line for line in lines), lines
+
+
+@pytest.fixture
+def quick_timeouts(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("ftdesk.service.web.server.HEAD_TIMEOUT", 0.3)
+    monkeypatch.setattr("ftdesk.service.web.server.BODY_TIMEOUT", 0.3)
+
+
+async def closed_within(reader: asyncio.StreamReader, seconds: float) -> bytes:
+    """Return what the server sent before it closed the connection (fails if it stays open longer)."""
+    return await asyncio.wait_for(reader.read(), seconds)
+
+
+@pytest.mark.usefixtures("quick_timeouts")
+async def test_a_client_too_slow_with_its_headers_is_disconnected(service) -> None:
+    parts = urlsplit(service.base_url)
+    reader, writer = await asyncio.open_connection(parts.hostname, parts.port)
+    try:
+        writer.write(b"GET /api/v1/health HTTP/1.1\r\nHost: 127.0.0.1\r\n")  # the head never ends
+        await writer.drain()
+        assert await closed_within(reader, 5) == b""
+    finally:
+        writer.close()
+
+
+@pytest.mark.usefixtures("quick_timeouts")
+async def test_a_client_too_slow_with_its_body_is_disconnected(service) -> None:
+    parts = urlsplit(service.base_url)
+    reader, writer = await asyncio.open_connection(parts.hostname, parts.port)
+    try:
+        writer.write(
+            b"POST /api/v1/orders/equity/preview HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+            + f"Authorization: Bearer {TEST_API_KEY}\r\nContent-Length: 100\r\n\r\n".encode()
+            + b'{"acctNum": '
+        )
+        await writer.drain()
+        answer = await closed_within(reader, 5)
+        assert b" 200 " not in answer.split(b"\r\n", 1)[0]
+    finally:
+        writer.close()
+
+
+@pytest.mark.usefixtures("quick_timeouts")
+async def test_an_idle_keep_alive_connection_and_a_prompt_client_are_not_cut(service) -> None:
+    parts = urlsplit(service.base_url)
+    reader, writer = await asyncio.open_connection(parts.hostname, parts.port)
+    try:
+        for _ in range(2):  # one request, an idle pause longer than the timeouts, another request
+            writer.write(b"GET /api/v1/health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+            await writer.drain()
+            head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 5)
+            assert head.startswith(b"HTTP/1.1 200"), head
+            length = int(next(h for h in head.split(b"\r\n") if h.lower().startswith(b"content-length")).split(b":")[1])
+            await reader.readexactly(length)
+            with pytest.raises(TimeoutError):  # idle for longer than both timeouts: the connection stays open
+                await asyncio.wait_for(reader.read(1), 0.5)
     finally:
         writer.close()

@@ -17,6 +17,7 @@ from ftdesk.brokers.paper.config import PaperConfig
 from ftdesk.domain.clock import Clock
 from ftdesk.domain.errors import AuthRequired, BrokerError, LoginFailed, SessionExpired, TotpRequired
 from ftdesk.domain.session import BrokerSession, Credentials, SessionState
+from ftdesk.logs import logged_username
 
 log = logging.getLogger(__name__)
 
@@ -80,20 +81,20 @@ class PaperSession:
             raise LoginFailed(_BAD_LOGIN)
         required = self._config.required_password
         if required is not None and not hmac.compare_digest(password.encode(), required.encode()):
-            log.info("Paper login refused for user %s: wrong password", username)
+            log.info("Paper login refused for user %s: wrong password", logged_username(username))
             raise LoginFailed(_BAD_LOGIN)
         if self._config.totp_secret:
             self._check_second_factor(username, credentials, self._config.totp_secret)
         self._username = username
         self._logged_in_at = self._clock.now()
         self._last_activity = self._clock.monotonic()
-        log.info("Paper login for user %s", username)
+        log.info("Paper login for user %s", logged_username(username))
         return BrokerSession(username=username, logged_in_at=self._logged_in_at, expires_at=self._expires_at())
 
     def logout(self) -> None:
         """End the session; idempotent."""
         if self._username is not None:
-            log.info("Paper logout for user %s", self._username)
+            log.info("Paper logout for user %s", logged_username(self._username))
         self._username = None
         self._logged_in_at = None
 
@@ -145,7 +146,7 @@ class PaperSession:
             _normalize_secret(given_secret).encode(), _normalize_secret(secret).encode()
         ):
             return
-        log.info("Paper login refused for user %s: second factor not accepted", username)
+        log.info("Paper login refused for user %s: second factor not accepted", logged_username(username))
         raise TotpRequired(
             "The TOTP code was not accepted: enter the current code from your authenticator app "
             "(and check that this computer's clock is right)"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import errno
 import logging
 import uuid
@@ -39,13 +40,69 @@ def _refusal(exc: BaseException | None) -> str:
     return "The request is not valid HTTP"
 
 
+HEAD_TIMEOUT = 10.0
+"""Seconds a client has from the first byte of a request's head (request line and headers) to its end."""
+BODY_TIMEOUT = 30.0
+"""Seconds a client has from the end of a request's head to the end of its body (bodies here are small)."""
+
+
 class EnvelopeRequestHandler(web.RequestHandler):
     """aiohttp's connection handler, answering the errors aiohttp raises itself in the JSON envelope.
 
     A request the HTTP parser refuses (a bad request line, a line or header too long) never reaches the
     application's middleware; aiohttp answers it from ``handle_error`` with a plain-text 400 that repeats the
     request line. aiohttp 3.14 has no setting or signal for that response, so this subclass answers it.
+
+    It also times out slow clients, for which aiohttp 3.14 has no setting: a request head that takes longer
+    than ``HEAD_TIMEOUT`` to arrive, or a body longer than ``BODY_TIMEOUT``, closes the connection (a client
+    sending a byte a second would otherwise hold a connection, and a handler, open for as long as it likes).
+    Idle keep-alive connections and streams (SSE, WebSocket) are not affected: no bytes are awaited of them.
     """
+
+    _deadline: asyncio.TimerHandle | None = None
+    _body: Any = None  # the payload of the request whose body is still arriving
+
+    def data_received(self, data: bytes) -> None:
+        """Feed the parser, then time the head or the body still arriving."""
+        heads = self._request_count
+        super().data_received(data)
+        if self._upgraded or self._force_close or self._close:
+            self._stop_deadline()
+            return
+        if self._request_count != heads:  # a head is complete: time its body, if one is still to come
+            self._stop_deadline()
+            body = self._messages[-1][1] if self._messages else None
+            if body is not None and not body.is_eof():
+                self._body = body
+                self._set_deadline(BODY_TIMEOUT, "body")
+        elif data and self._body is not None:  # bytes of a body (its deadline runs), or the last of them
+            if self._body.is_eof():
+                self._stop_deadline()
+                self._body = None
+        elif data and self._deadline is None:
+            self._set_deadline(HEAD_TIMEOUT, "head")  # the first bytes of a new head
+
+    def _set_deadline(self, seconds: float, what: str) -> None:
+        self._deadline = self._loop.call_later(seconds, self._too_slow, what, self._request_count)
+
+    def _stop_deadline(self) -> None:
+        if self._deadline is not None:
+            self._deadline.cancel()
+            self._deadline = None
+
+    def _too_slow(self, what: str, heads: int) -> None:
+        self._deadline = None
+        if what == "head" and self._request_count != heads:
+            return
+        if what == "body" and (self._body is None or self._body.is_eof()):
+            return
+        log.info("Closed a connection whose request %s did not arrive in time", what)
+        self.force_close()
+
+    def connection_lost(self, exc: BaseException | None) -> None:
+        """Forget the deadline with the connection."""
+        self._stop_deadline()
+        super().connection_lost(exc)
 
     def handle_error(
         self,
