@@ -22,7 +22,7 @@ from PySide6.QtWidgets import (
     QLabel,
     QListWidget,
     QPushButton,
-    QSizePolicy,
+    QStyle,
     QTableWidget,
     QTableWidgetItem,
     QTabWidget,
@@ -228,17 +228,18 @@ class StatusWindow(QWidget):
             self.messages.takeItem(self.messages.count() - 1)
 
     def _fit_tabs(self, current: int) -> None:
-        # A tab widget is as tall as its tallest page: only the page shown counts, so an empty one shrinks.
-        for index in range(self.tabs.count()):
-            policy = QSizePolicy.Policy.Preferred if index == current else QSizePolicy.Policy.Ignored
-            page = self.tabs.widget(index)
-            if page is not None:
-                page.setSizePolicy(policy, policy)
-        self.tabs.updateGeometry()
+        # A tab widget asks for the height of its tallest page, whatever the policies: cap it at the page shown,
+        # so an empty "Today's fills" is a line and the positions get the height.
+        page = self.tabs.widget(current)
+        if page is None:
+            return
+        frame = self.tabs.style().pixelMetric(QStyle.PixelMetric.PM_DefaultFrameWidth) * 2
+        self.tabs.setMaximumHeight(self.tabs.tabBar().sizeHint().height() + page.sizeHint().height() + frame + 2)
 
     # --- journal ------------------------------------------------------------------------------------
 
     def _feed_changed(self, snapshot: DeskSnapshot) -> None:
+        self._fit_tabs(self.tabs.currentIndex())  # the fills' rows changed the page's height
         # An order changed (an event, a cancel): the journal has news too.
         if snapshot.orders_as_of != self._orders_seen:
             self._orders_seen = snapshot.orders_as_of

@@ -64,6 +64,10 @@ async def test_positions_take_the_height_and_an_empty_pane_is_one_line(make_desk
     assert cockpit.orders.isHidden() and cockpit.no_orders_label.text() == "No open orders"
     assert cockpit.orders_box.height() < 5 * line, "an empty Open orders pane takes one line"
     assert cockpit.positions.height() > 3 * cockpit.orders_box.height()
+    assert cockpit.no_fills_label.isVisibleTo(window) and cockpit.fills.isHidden()
+    # The tabs (fills, journal, notifications) are as tall as the page shown: an empty fills page is a line.
+    assert window.tabs.height() < window.tabs.tabBar().height() + 5 * line
+    assert cockpit.positions.height() > 2 * window.tabs.height()
 
     conf = await resting_buy(desktop, acct)
     await wait_until(lambda: column(cockpit.orders, "Order", ORDER_COLUMNS) == [conf])
