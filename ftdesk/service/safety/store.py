@@ -1,9 +1,12 @@
 """The kill switch's memory: ``safety.json`` in the data dir (0600), so a restart comes back halted.
 
 The file holds the halt (halted, since, by, reason), the last change of the live-trading switch and the days
-on which an account's daily loss limit halted trading. It is replaced atomically (write a temp file, fsync,
+on which an account's daily loss limit halted trading (the journal keeps a second copy of the halt: see
+``safety.guard``). It is replaced atomically (write a temp file, fsync,
 rename): a crash leaves the old state or the new one, never half of one. An unreadable file is treated as
-HALTED (the safe reading of "we do not know"), with the reason saying so.
+HALTED (the safe reading of "we do not know"), with the reason saying so; a damaged one (not text, nested too
+deep, not a record) is moved aside first. On a full disk the data dir's space reserve is freed for it, and the
+file, padded to ``RECORD_BYTES``, is rewritten in place when even that fails.
 """
 
 from __future__ import annotations
