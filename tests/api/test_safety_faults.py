@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+from ftdesk.domain.errors import StorageFull
 from ftdesk.domain.safety import HaltState
 from ftdesk.service.safety.store import SAFETY_FILE_NAME, SafetyRecord, SafetyStore
 from tests.api import safety_rig
@@ -100,3 +101,20 @@ async def test_a_halt_on_a_full_disk_cancels_every_order_and_journals_the_cancel
     assert halt_row["outcome"] == "accepted" and sorted(halt_row["conf_nums"]) == sorted(placed)
     assert journal_rows[0]["action"] == "resume"  # written after what waited
     assert (await desk.ok("GET", "/health"))["problems"] == []
+
+
+async def test_a_halt_that_cannot_be_saved_at_all_says_so_in_its_answer_health_and_the_tray(
+    make_desk, monkeypatch
+) -> None:
+    desk: Desk = await make_desk()
+
+    def no_room(self: SafetyStore, _record: SafetyRecord) -> None:
+        raise StorageFull("The disk of the data dir is full (0 KiB free): the safety file cannot be written")
+
+    monkeypatch.setattr(SafetyStore, "save", no_room)
+    halt = await desk.ok("POST", "/safety/halt")
+    assert halt["saved"] is False
+    assert desk.control.safety().halt.halted  # it holds for this run
+    (problem,) = [p for p in desk.control.status().problems if "could not be saved" in p]
+    assert "holds for this run only" in problem and "safety file cannot be written" in problem
+    assert problem in (await desk.ok("GET", "/health"))["problems"]
