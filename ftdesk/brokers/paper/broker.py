@@ -201,7 +201,10 @@ class PaperBroker:
         if not self._started:
             return
         try:
-            self.engine.process_symbol(symbol)
+            # Inside the quote hub's fan-out: the balances a fill changes are built just after, not in the way
+            # of the quote and fill frames (Outbox.deferring).
+            with self.ledger.outbox.deferring():
+                self.engine.process_symbol(symbol)
         except Exception:  # a bad order must not stop the market's delivery; the next tick retries
             log.exception("Paper orders on %s could not be worked on a new quote", symbol)
 

@@ -65,3 +65,30 @@ def test_a_listed_symbol_the_market_cannot_quote_is_refused_not_priced(world: Wo
         world.engine.preview_equity(EquityOrder(acct_num=acct, symbol="AAPL", action="B", qty=10, price_type="M"))
     assert info.value.reason == "NO_QUOTE"
     assert "No quote for AAPL" in info.value.message
+
+
+async def test_on_a_pushed_quote_the_fill_is_heard_before_the_balances_are_built(world: World) -> None:
+    from tests.fakes.waiting import wait_until
+
+    acct = world.account("A1", cash="100000")
+    outbox = world.ledger.outbox
+
+    def on_quote(symbol: str) -> None:  # as the paper broker works a pushed quote
+        with outbox.deferring():
+            world.engine.process_symbol(symbol)
+
+    world.market.on_quote(on_quote)
+    _place(world, EquityOrder(acct_num=acct, symbol="AAPL", action="B", qty=10, price_type="L", limit_price=99))
+    world.events.clear()
+    world.market.push("AAPL", 98.5)
+    assert "ORDER_FILL" in world.types() and "BALANCE_UPDATED" not in world.types()  # not built yet
+    await wait_until(lambda: "BALANCE_UPDATED" in world.types())
+    balance = next(e for e in world.events if e.event_type == "BALANCE_UPDATED")
+    assert balance.desc["cash"] == world.ledger.balances(acct).cash  # read from the committed fill
+
+
+def test_without_a_running_loop_or_outside_deferring_the_balances_follow_the_fill_at_once(world: World) -> None:
+    acct = world.account("A1", cash="100000")
+    world.events.clear()
+    _place(world, EquityOrder(acct_num=acct, symbol="AAPL", action="B", qty=10, price_type="M"))
+    assert world.types().index("ORDER_FILL") < world.types().index("BALANCE_UPDATED")

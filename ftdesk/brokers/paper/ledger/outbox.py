@@ -7,10 +7,11 @@ database does not hold. A nested unit runs in a savepoint: when it raises, its w
 are undone while the outer unit goes on.
 
 An event that is costly to build (the balances after a fill: every working order's hold on buying power
-priced) can be published as a function (``publish_built``): it is built after the commit, ``BUILD_DELAY``
-later on the running event loop (at once when none runs), so the events before it are written to the
-clients without waiting for it: a fill is heard before the balances that follow it are read, from the
-committed state (which may then hold a later change too).
+priced) is published as a function (``publish_built``), built after the commit. Inside ``deferring()`` (the
+paper broker works orders on a quote a market pushed, inside the quote hub's fan-out) it is built
+``BUILD_DELAY`` later on the running event loop, so the quote and fill frames before it are written to the
+clients without waiting for it; the balances are then read from the committed state (which may hold a later
+change too). Elsewhere (a place, a tick) it is built at once, after the events before it, as before.
 """
 
 from __future__ import annotations
@@ -41,11 +42,21 @@ class Outbox:
         self._depth = 0
         self._pending: list[tuple[EventSink, AccountEvent | Callable[[], AccountEvent]]] = []
         self._quiet = False
+        self._defer = False
 
     @property
     def quiet(self) -> bool:
         """True inside a quiet unit of work (world seeding): events are dropped, not built."""
         return self._quiet
+
+    @contextmanager
+    def deferring(self) -> Iterator[None]:
+        """Build the costly events of the units run inside ``BUILD_DELAY`` after their commit (see the docstring)."""
+        before, self._defer = self._defer, True
+        try:
+            yield
+        finally:
+            self._defer = before
 
     @contextmanager
     def atomic(self, *, quiet: bool = False) -> Iterator[sqlite3.Connection]:
@@ -74,7 +85,7 @@ class Outbox:
                 if isinstance(event, AccountEvent):
                     sink(event)
                 else:
-                    _deliver_built(sink, event)
+                    self._deliver_built(sink, event)
 
     def _savepoint(self, conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
         # A nested unit that fails is undone on its own, so its caller may recover and go on.
@@ -95,7 +106,20 @@ class Outbox:
         if self._depth:
             self._pending.append((sink, build))
         else:
-            _deliver_built(sink, build)
+            self._deliver_built(sink, build)
+
+    def _deliver_built(self, sink: EventSink, build: Callable[[], AccountEvent]) -> None:
+        """Build and publish an event now, or ``BUILD_DELAY`` from now on the running loop when deferring."""
+        loop = None
+        if self._defer:
+            try:
+                loop = asyncio.get_running_loop()
+            except RuntimeError:
+                loop = None
+        if loop is None:
+            sink(build())
+        else:
+            loop.call_later(BUILD_DELAY, _build_and_publish, sink, build)
 
     def publish(self, sink: EventSink, event: AccountEvent) -> None:
         """Publish now, or after the commit when inside a unit of work."""
@@ -105,16 +129,6 @@ class Outbox:
             self._pending.append((sink, event))
         else:
             sink(event)
-
-
-def _deliver_built(sink: EventSink, build: Callable[[], AccountEvent]) -> None:
-    """Build and publish an event ``BUILD_DELAY`` from now on the running loop (at once, without one)."""
-    try:
-        loop = asyncio.get_running_loop()
-    except RuntimeError:
-        sink(build())
-        return
-    loop.call_later(BUILD_DELAY, _build_and_publish, sink, build)
 
 
 def _build_and_publish(sink: EventSink, build: Callable[[], AccountEvent]) -> None:
