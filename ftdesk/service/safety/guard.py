@@ -15,6 +15,7 @@ state, so the guard needs nothing of the order desk and the desk and the kill sw
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import logging
 import uuid
@@ -362,7 +363,8 @@ class SafetyGuard:
         self._space = space
 
         def changed() -> None:  # called from the journal's worker threads
-            loop.call_soon_threadsafe(lambda: self._set_problem(_DISK_FULL, space.problem()))
+            with contextlib.suppress(RuntimeError):  # a write finishing after the run's loop closed
+                loop.call_soon_threadsafe(lambda: self._set_problem(_DISK_FULL, space.problem()))
 
         space.add_listener(changed)
         self._set_problem(_DISK_FULL, space.problem())
