@@ -184,3 +184,11 @@ def test_the_reserve_is_made_where_there_is_room_and_freed_at_a_start_on_a_short
 
 def _full_disk(*_args: object, **_kwargs: object) -> None:
     raise DISK_FULL
+
+
+def test_a_start_on_a_full_disk_notes_its_market_once_there_is_room(journal: OrderJournal) -> None:
+    disk = fill(journal)
+    assert journal.note_market("paper on Fidelity's market", first=True) is False  # kept: the start goes on
+    disk.full = False
+    journal.record(draft(JournalAction.RESUME, "resume-1"), Outcome.ACCEPTED)
+    assert [e.action for e in reversed(journal.entries())] == [JournalAction.MARKET, JournalAction.RESUME]

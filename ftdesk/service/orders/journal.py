@@ -420,7 +420,8 @@ class OrderJournal:
 
         With nothing noted before, only a mode worth a row (``first``) is written: the default needs no entry.
         """
-        with self._lock, self._transaction() as tx:
+
+        def write(tx: sqlite3.Connection, _resolve: Any) -> bool:
             row = tx.execute(
                 "SELECT message FROM order_journal WHERE action = ? ORDER BY entry_id DESC LIMIT 1",
                 (JournalAction.MARKET.value,),
@@ -439,6 +440,9 @@ class OrderJournal:
             entry_id = self._insert(tx, draft, Outcome.ACCEPTED, None, mode)
             tx.execute("UPDATE order_journal SET finished_time = time WHERE entry_id = ?", (entry_id,))
             return True
+
+        with self._lock:  # on a full disk the row waits in memory like any other (the start goes on)
+            return self._write(write, f"the market this run trades on: {mode}", must=True) is True
 
     def entries(self, *, limit: int = 100, start: date | None = None, end: date | None = None) -> list[JournalEntry]:
         """Return journal entries newest first, optionally within UTC days ``start``..``end`` (inclusive)."""
