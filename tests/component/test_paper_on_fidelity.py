@@ -14,10 +14,11 @@ from typing import Any
 
 import pytest
 
+from ftdesk.domain.clock import Clock
 from tests.api.test_streaming_api import SseFrame
 from tests.component.test_fidelity_service import API, Upstream, login, open_sse
 from tests.conftest import RunningService
-from tests.fakes.clock import AnchoredClock
+from tests.fakes.clock import AnchoredClock, ManualClock
 from tests.fakes.mdds_server import RKLB_SNAPSHOT, snapshot_fields
 from tests.fakes.waiting import wait_until
 
@@ -34,14 +35,16 @@ async def start_paper_on_fidelity(start_service: Callable[..., Any]) -> AsyncIte
     """Start the fakes and a paper service trading on their market, live trading on (paper money only)."""
     upstreams: list[Upstream] = []
 
-    async def start(*, start_at: datetime | None = None, **env: str) -> tuple[RunningService, Upstream]:
+    async def start(
+        *, start_at: datetime | None = None, clock: Clock | None = None, **env: str
+    ) -> tuple[RunningService, Upstream]:
         upstream = Upstream()
         if start_at is not None:
             upstream.fidelity.clock = AnchoredClock(start_at)
         await upstream.start()
         upstreams.append(upstream)
         settings = upstream.env(broker="paper", paper_market="fidelity", live_trading="true", **env)
-        service = await start_service(clock=upstream.fidelity.clock, **settings)
+        service = await start_service(clock=clock or upstream.fidelity.clock, **settings)
         return service, upstream
 
     yield start
@@ -310,4 +313,22 @@ async def test_switching_markets_keeps_the_world_values_it_on_the_new_market_and
         "paper on the simulated market",
         "service start (was: paper on Fidelity's market)",
     )
+    assert order_calls(upstream) == []
+
+
+async def test_the_world_keeps_ticking_while_logged_out_of_fidelity(
+    start_paper_on_fidelity: StartPaperOnFidelity,
+) -> None:
+    clock = ManualClock()  # the service's: moved by the test, so the quotes it took go stale
+    service, upstream = await start_paper_on_fidelity(clock=clock)
+    await login(service)
+    acct = await richest_account(service)
+    resting = await place(service, "equity", equity(acct, "B", 5, "L", limitPrice=50.0))
+    status, _ = await service.call("POST", f"{API}/auth/logout")
+    assert status == 200
+    await clock.advance(10)  # the quote the order was priced on is stale now, and no snapshot can be taken
+    paper = service.runtime.broker.paper  # type: ignore[attr-defined]
+    assert await paper.prepared_tick() == 0  # nothing fills, and the tick does not fail
+    await login(service)
+    assert (await order_detail(service, acct, resting["conf_num"]))["status"] == "OPEN"
     assert order_calls(upstream) == []

@@ -47,7 +47,7 @@ from ftdesk.brokers.paper.store import PaperStore
 from ftdesk.brokers.paper.universe import Universe
 from ftdesk.brokers.paper.userdata import USERDATA_SCHEMA, UserData
 from ftdesk.domain.clock import Clock
-from ftdesk.domain.errors import InternalError, StorageFull
+from ftdesk.domain.errors import FtdeskError, InternalError, StorageFull
 from ftdesk.domain.market import Quote
 
 log = logging.getLogger(__name__)
@@ -193,7 +193,12 @@ class PaperBroker:
 
     async def prepared_tick(self) -> int:
         """Make the working orders' and price alerts' quotes current, then advance the world once; return the fills."""
-        await self.readiness.for_symbols([*self.engine.working_symbols(), *self.alerts.watched_symbols()])
+        try:
+            await self.readiness.for_symbols([*self.engine.working_symbols(), *self.alerts.watched_symbols()])
+        except FtdeskError as exc:
+            # Logged out, or the market cannot be reached now: the tick still expires orders and posts income,
+            # and what has no current quote simply does not fill (a market with quotes never gets here).
+            log.debug("Paper market quotes not refreshed before the tick: %s", exc)
         return self.tick()
 
     def _on_quote(self, symbol: str) -> None:
