@@ -26,7 +26,7 @@ from typing import Any
 
 from ftdesk.data_dir import DataDirSpace
 from ftdesk.domain.clock import Clock, trading_day
-from ftdesk.domain.errors import FtdeskError
+from ftdesk.domain.errors import FtdeskError, StorageFull
 from ftdesk.domain.safety import HaltState, LiveSwitchChange, RiskLimitExceeded, TradingHalted, limit_details
 from ftdesk.service.orders.journal import JournalAction, JournalDraft, OrderFacts, OrderJournal, Outcome
 from ftdesk.service.safety.limits import LimitChecker, order_lines
@@ -351,7 +351,7 @@ class SafetyGuard:
             self.saved = False
             why = exc.message if isinstance(exc, FtdeskError) else type(exc).__name__
             problem = f"{_UNSAVED} to {self._store.path} ({why}): it holds for this run only"
-            log.error("%s", problem)
+            log.error("%s", problem, exc_info=None if isinstance(exc, FtdeskError) else exc)
             self._set_problem(_UNSAVED, problem)
         else:
             self.saved = True
@@ -386,6 +386,8 @@ class SafetyGuard:
     async def _persist_and_journal(self, action: JournalAction, source: str, text: str) -> None:
         try:
             await self._save()
+        except StorageFull as exc:  # said in one line; the journal row below is the record that stays
+            log.error("Could not write the safety file: %s", exc.message)
         except Exception:
             log.exception("Could not write the safety file")
         await self.journal(action, source, text)
