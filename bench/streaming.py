@@ -39,7 +39,9 @@ Scenarios, in one run (compare ratios across runs, not absolute numbers: the mac
   symbols the market has not computed yet; event-loop lag while their first quotes are made, with the
   market's stepwise warm-up and without it (the behaviour before it, by making ``warm_up`` a no-op).
 
-Figures per row: delivered msgs/s (and the share of the offered load), p50/p99/p99.9 latency, event-loop
+Figures per row: delivered msgs/s (and the share of the offered load), conflated (the share of the offered
+load the hub replaced by a newer quote before it was sent) and lost (sent by the hub, never received: must be 0;
+counted once the upstream stopped after the window and the clients read everything), p50/p99/p99.9 latency, event-loop
 lag (p50/p99/max overshoot of a 5 ms timer on the serving loop), server CPU per delivered message, server
 and client CPU in cores, the server's RSS (before the clients connect -> when the measured window starts ->
 at its end; max during the window), and the garbage collector's pauses in the window. A full collection
@@ -97,9 +99,11 @@ kind, count, symbols = spec["kind"], spec["count"], spec["symbols"]
 url = urlsplit(spec["url"]) if spec["url"] else None
 STAMP = re.compile(rb'"time":"([^"]+)"')
 window = [float("inf"), float("-inf")]
-hist, received, ready, failed = {}, [0], [0], [0]
+hist, received, ready, failed, lifetime = {}, [0], [0], [0], [0]
+last_data = [0.0]
 
 def note(stamps, now):
+    lifetime[0] += len(stamps)  # every quote this process ever got, for the lost count
     if window[0] <= now <= window[1]:
         received[0] += len(stamps)
         for stamp in stamps:
@@ -206,6 +210,7 @@ def pump(seconds):
                 failed[0] += 1
                 selector.unregister(key.fileobj)
                 continue
+            last_data[0] = time.time()
             key.data.feed(data, time.time())
 
 def main():
@@ -232,9 +237,19 @@ def main():
     cpu0 = time.process_time()
     pump(max(0.0, window[1] - time.time()))
     cpu = time.process_time() - cpu0
+    # The upstream stops at t1: read what is still on its way until the sockets are quiet, say so, and keep the
+    # connections open until the server has read its counters ("close"), so none of its consumers is gone yet.
+    quiet_until = time.time() + 20
+    while time.time() < quiet_until and time.time() - last_data[0] < 0.5:
+        pump(0.1)
+    pump(0.1)
+    print("drained", flush=True)
+    sys.stdin.readline()
+    pump(0.1)
     for sock in sockets:
         sock.close()
-    print(json.dumps({"received": received[0], "hist": hist, "failed": failed[0], "cpu": cpu}), flush=True)
+    print(json.dumps({"received": received[0], "lifetime": lifetime[0], "hist": hist, "failed": failed[0],
+                      "cpu": cpu}), flush=True)
 
 main()
 """
@@ -519,6 +534,10 @@ class Row:
     rss_window: float
     rss_end: float
     rss_max: float
+    conflated: float | None = None
+    """Updates/s the measured consumers conflated in the window (None: no hub, the bare baseline)."""
+    lost: int | None = None
+    """Updates their consumers handed to the socket that the clients never received (must be 0)."""
     notes: list[str] = field(default_factory=list)
 
 
@@ -543,9 +562,17 @@ async def start_clients(specs: list[dict[str, Any]]) -> list[asyncio.subprocess.
 
 
 async def run_window(
-    procs: list[asyncio.subprocess.Process], seconds: float, probe: LagProbe, sample: Callable[[], None]
+    procs: list[asyncio.subprocess.Process],
+    seconds: float,
+    probe: LagProbe,
+    sample: Callable[[], None],
+    edge: Callable[[str], None],
 ) -> tuple[list[dict[str, Any]], float, list[float], list[float], list[tuple[float, int]]]:
-    """Let every client count for ``seconds``; return their results, server CPU s, lag, RSS and GC pauses."""
+    """Let every client count for ``seconds``; return their results, server CPU s, lag, RSS and GC pauses.
+
+    ``edge`` is called at the window's "start" and "end" (outside the CPU measured) and once every client has
+    read all that was sent ("drained": the upstream stopped at the end), before the clients close.
+    """
     # Connecting a thousand clients leaves many new long-lived objects, and the full collection they cause
     # comes soon after (100-200 ms here). Run it now, so the window measures the steady state; the pauses
     # of the window itself are reported with each row.
@@ -558,6 +585,7 @@ async def run_window(
         proc.stdin.write(f"{t0} {t1}\n".encode())
         await proc.stdin.drain()
     await asyncio.sleep(max(0.0, t0 - time.time()))
+    edge("start")
     probe.take()
     probe.recording = True
     print(f"    (measuring for {seconds:g} s)", file=sys.stderr, flush=True)
@@ -573,9 +601,16 @@ async def run_window(
     sample()
     probe.recording = False
     lag = probe.take()
+    edge("end")
+    for proc in procs:
+        assert proc.stdout is not None and proc.stdin is not None
+        line = await asyncio.wait_for(proc.stdout.readline(), 60)
+        if line.strip() != b"drained":
+            raise RuntimeError(f"a client process did not drain: {line!r}")
+    edge("drained")
     results = []
     for proc in procs:
-        out, _ = await asyncio.wait_for(proc.communicate(), 60)
+        out, _ = await asyncio.wait_for(proc.communicate(b"close\n"), 60)
         results.append(json.loads(out.decode().strip().splitlines()[-1]))
     return results, cpu, lag, rss_samples, pauses
 
@@ -710,8 +745,23 @@ async def streaming_rows(args: argparse.Namespace) -> tuple[list[Row], list[str]
                     lagging = [c for c in hub.status().consumers if c.lag_seconds > 1.0]
                     stalled_seen.append((len(lagging), max((c.pending for c in lagging), default=0)))
 
+            # Conflated: the hub's count for the measured consumers (those holding exactly the M symbols) over the
+            # window. Lost: what their consumers handed to the socket (delivered) and the clients never got, over
+            # the connections' whole life; counted once the upstream stopped and the clients read everything.
+            hub_counts: dict[str, int] = {}
+
+            def edge(moment: str) -> None:
+                if kind != "bare":
+                    measured = [
+                        c for c in hub.status().consumers if c.kind in ("sse", "ws") and c.symbol_count == len(symbols)
+                    ]
+                    hub_counts[f"conflated_{moment}"] = sum(c.conflated for c in measured)
+                    hub_counts[f"delivered_{moment}"] = sum(c.delivered for c in measured)
+                if moment == "end":
+                    upstream.rate = 0
+
             results, cpu, lag, rss_samples, pauses = await run_window(
-                stalled_procs + procs, args.seconds, probe, sample
+                stalled_procs + procs, args.seconds, probe, sample, edge
             )
             total, hist = merge(results)
             failed = sum(r["failed"] for r in results)
@@ -739,6 +789,10 @@ async def streaming_rows(args: argparse.Namespace) -> tuple[list[Row], list[str]
             )
             if failed:
                 row.notes.append(f"{failed} client connections failed")
+            if kind != "bare":
+                row.conflated = (hub_counts["conflated_end"] - hub_counts["conflated_start"]) / args.seconds
+                row.lost = hub_counts["delivered_drained"] - sum(r["lifetime"] for r in results if "lifetime" in r)
+                # The stalled clients count nothing: their "lifetime" is 0 and their consumers are not measured.
             if pauses:
                 longest, generation = max(pauses)
                 full = sum(1 for _, gen in pauses if gen == 2)
@@ -884,8 +938,13 @@ async def cold_symbols_row(*, warm_up: bool, count: int = 100) -> dict[str, floa
 
 def format_row(row: Row) -> str:
     share = row.delivered / row.offered * 100 if row.offered else 0.0
+    if row.conflated is None:
+        fate = "conflated    - lost -  "
+    else:
+        conflated_share = row.conflated / row.offered * 100 if row.offered else 0.0
+        fate = f"conflated {conflated_share:4.1f}% lost {row.lost}  "
     text = (
-        f"  {row.name:<36} R={row.rate:6.0f}/s  delivered {row.delivered:8.0f} msg/s ({share:5.1f}%)  "
+        f"  {row.name:<36} R={row.rate:6.0f}/s  delivered {row.delivered:8.0f} msg/s ({share:5.1f}%)  {fate}"
         f"latency p50 {row.p50:6.1f} p99 {row.p99:6.1f} p99.9 {row.p999:6.1f} ms  "
         f"loop lag p50 {row.lag_p50:5.1f} p99 {row.lag_p99:5.1f} max {row.lag_max:6.1f} ms  "
         f"CPU {row.cpu_us_per_msg:5.1f} us/msg (server {row.server_cores:.2f}, clients {row.client_cores:.2f} cores)  "

@@ -19,6 +19,7 @@ from ftdesk.service.push.frames import (
     WsStatusFrame,
     WsSymbolErrorFrame,
 )
+from ftdesk.service.web.websocket import text_frame
 from ftdesk.streaming.hub import QuoteHub
 from ftdesk.streaming.models import STATE_DESCRIPTIONS, QuoteError, QuoteItem
 
@@ -88,6 +89,7 @@ class QuoteJson:
     def __init__(self) -> None:
         self._sse: dict[str, tuple[QuoteItem, str]] = {}
         self._ws: dict[str, tuple[QuoteItem, str]] = {}
+        self._ws_bytes: dict[str, tuple[QuoteItem, bytes]] = {}  # the whole WebSocket frame, header and all
         self._books: dict[str, tuple[OrderBook, str, str]] = {}  # symbol -> (book, SSE data, WS frame)
 
     def _book(self, item: OrderBook) -> tuple[OrderBook, str, str]:
@@ -125,6 +127,17 @@ class QuoteJson:
                 self._ws.clear()
             frame = WsQuoteFrame.model_validate({"type": "quote", **item.__dict__})
             cached = self._ws[item.symbol] = (item, frame.model_dump_json())
+        return cached[1]
+
+    def ws_frame_bytes(self, item: QuoteItem) -> bytes:
+        """Return the whole WebSocket text frame of an item, as ``ClientWebSocket.write_frames`` writes it."""
+        if isinstance(item, OrderBook | QuoteError):  # books are cached as text; errors are rare
+            return text_frame(self.ws_frame(item))
+        cached = self._ws_bytes.get(item.symbol)
+        if cached is None or cached[0] is not item:
+            if len(self._ws_bytes) >= QUOTE_JSON_CAPACITY:
+                self._ws_bytes.clear()
+            cached = self._ws_bytes[item.symbol] = (item, text_frame(self.ws_frame(item)))
         return cached[1]
 
     def ws_reply(self, reply: BaseModel) -> str:

@@ -6,6 +6,10 @@ HTTP response), so a server "MUST close the connection upon receiving a frame th
 (protocol error). ``ClientWebSocket`` puts a small scanner of the frame headers in front of aiohttp's reader:
 frames pass through unchanged, and the first unmasked one makes the reader fail with that protocol error, which
 aiohttp answers by closing with 1002.
+
+It also writes ready-made text frames (``text_frame``) in one go (``write_frames``): a fan-out sends the same
+quote to every socket, so its frame is made once, and a batch of frames costs one transport write instead of
+one ``send_str`` (and one ``send()`` system call) per frame.
 """
 
 from __future__ import annotations
@@ -13,11 +17,26 @@ from __future__ import annotations
 from typing import Any
 
 from aiohttp import WSCloseCode, web
+from aiohttp.abc import AbstractStreamWriter
 from aiohttp.http_websocket import WebSocketError
 
 _MASK_BIT = 0x80
 _LENGTH_BITS = 0x7F
 _MASK_BYTES = 4
+_FIN_TEXT = 0x81  # FIN bit and opcode 1 (text): a whole message in one frame
+
+
+def text_frame(text: str) -> bytes:
+    """Return a server's WebSocket text frame (unmasked, uncompressed) carrying ``text``, header and all."""
+    payload = text.encode("utf-8")
+    length = len(payload)
+    if length < 126:
+        header = bytes((_FIN_TEXT, length))
+    elif length < 65536:
+        header = bytes((_FIN_TEXT, 126)) + length.to_bytes(2, "big")
+    else:
+        header = bytes((_FIN_TEXT, 127)) + length.to_bytes(8, "big")
+    return header + payload
 
 
 class FrameHeaders:
@@ -80,10 +99,48 @@ class _MaskedFramesOnly:
 
 
 class ClientWebSocket(web.WebSocketResponse):
-    """``web.WebSocketResponse`` that closes with 1002 on a client frame that is not masked."""
+    """``web.WebSocketResponse`` that closes with 1002 on a client frame that is not masked.
+
+    ``write_frames`` writes frames made by ``text_frame`` as they are, when no compression was negotiated.
+    """
+
+    _frames_transport: Any = None
+    _frames_drain: AbstractStreamWriter | None = None
+
+    async def prepare(self, request: web.BaseRequest) -> AbstractStreamWriter:
+        """Answer the handshake; keep what ``write_frames`` writes through and drains."""
+        writer = await super().prepare(request)
+        self._frames_drain = writer
+        return writer
 
     def _post_start(self, request: web.BaseRequest, protocol: str | None, writer: Any) -> None:
         super()._post_start(request, protocol, writer)
+        self._frames_transport = writer.transport  # the connection's transport, which aiohttp's writer writes to
         # aiohttp has no public hook for its frame reader: the connection's parser is wrapped once, here.
         connection = request.protocol
         connection._payload_parser = _MaskedFramesOnly(connection._payload_parser, self._reader)
+
+    @property
+    def writes_frames(self) -> bool:
+        """Say whether ``write_frames`` may be used: the socket is open and sends frames uncompressed."""
+        return self._frames_transport is not None and not self.compress and not self.closed
+
+    def write_frames(self, frames: bytes) -> bool:
+        """Write whole text frames (``text_frame``) in one go; return True when the caller should ``drain_frames()``.
+
+        Frames are written whole, so they never interleave with aiohttp's own (replies, pings, the close).
+        Raises ``ConnectionResetError`` once the socket is closing, as ``send_str`` does.
+        """
+        transport = self._frames_transport
+        if transport is None or self.closed or transport.is_closing():
+            raise ConnectionResetError("Cannot write to closing transport")
+        transport.write(frames)
+        # Something left unsent: the transport may have paused the connection (above its high-water mark); the
+        # writer then waits for it to drain, as send_str does, so updates for a client that does not read wait
+        # in its consumer (conflated), not in memory here.
+        return bool(transport.get_write_buffer_size())
+
+    async def drain_frames(self) -> None:
+        """Wait until the connection may take more (at once unless the transport paused it)."""
+        if self._frames_drain is not None:
+            await self._frames_drain.drain()
