@@ -12,11 +12,12 @@ from collections.abc import AsyncIterator, Callable, Coroutine
 from datetime import UTC, datetime
 from typing import Any
 
+import pyotp
 import pytest
 
 from ftdesk.domain.clock import Clock
 from tests.api.test_streaming_api import SseFrame
-from tests.component.test_fidelity_service import API, Upstream, login, open_sse
+from tests.component.test_fidelity_service import API, TOTP_SECRET, Upstream, login, open_sse
 from tests.conftest import RunningService
 from tests.fakes.clock import AnchoredClock, ManualClock
 from tests.fakes.mdds_server import RKLB_SNAPSHOT, snapshot_fields
@@ -36,9 +37,9 @@ async def start_paper_on_fidelity(start_service: Callable[..., Any]) -> AsyncIte
     upstreams: list[Upstream] = []
 
     async def start(
-        *, start_at: datetime | None = None, clock: Clock | None = None, **env: str
+        *, start_at: datetime | None = None, clock: Clock | None = None, totp_secret: str | None = None, **env: str
     ) -> tuple[RunningService, Upstream]:
-        upstream = Upstream()
+        upstream = Upstream(totp_secret=totp_secret)
         if start_at is not None:
             upstream.fidelity.clock = AnchoredClock(start_at)
         await upstream.start()
@@ -332,3 +333,12 @@ async def test_the_world_keeps_ticking_while_logged_out_of_fidelity(
     await login(service)
     assert (await order_detail(service, acct, resting["conf_num"]))["status"] == "OPEN"
     assert order_calls(upstream) == []
+
+
+async def test_the_login_asks_for_fidelitys_six_digit_code(start_paper_on_fidelity: StartPaperOnFidelity) -> None:
+    service, upstream = await start_paper_on_fidelity(totp_secret=TOTP_SECRET)
+    status, body = await login(service)
+    assert status == 401 and body["error"]["code"] == "TOTP_REQUIRED", body
+    code = pyotp.TOTP(TOTP_SECRET).at(upstream.fidelity.now())
+    status, body = await login(service, totp_code=code)
+    assert status == 200 and body["data"]["state"] == "logged_in" and body["data"]["broker"] == "paper", body
