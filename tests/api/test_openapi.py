@@ -247,7 +247,8 @@ async def test_each_place_operation_states_every_rule_the_desk_applies_in_its_or
         description = spec["paths"][path]["post"]["description"]
         positions = [description.index(f"**{rule.name}**") for rule in OrderDesk.PLACE_RULES]
         assert positions == sorted(positions), path  # in the order the desk applies them
-        for code in ("IDEMPOTENCY_KEY_REUSED", "TRADING_HALTED", "RISK_LIMIT", "LIVE_TRADING_DISABLED"):
+        codes = ("IDEMPOTENCY_KEY_REUSED", "TRADING_HALTED", "RISK_LIMIT", "LIVE_TRADING_DISABLED", "STORAGE_FULL")
+        for code in codes:
             assert f"`{code}`" in description, (path, code)
         assert "`PREVIEW_REQUIRED`" in description and "`PREVIEW_MISMATCH`" in description
         assert "{preview}" not in description and "{s}" not in description

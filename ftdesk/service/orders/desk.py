@@ -37,6 +37,7 @@ from ftdesk.domain.errors import (
     PreviewMismatch,
     PreviewRequired,
     SessionExpired,
+    StorageFull,
 )
 from ftdesk.domain.orders import ConditionalPreview, OrderPlacement, OrderPreview
 from ftdesk.domain.safety import RiskLimitExceeded, TradingHalted
@@ -460,9 +461,10 @@ class OrderDesk:
         ),
         PlaceRule(
             "Journal",
-            (InternalError,),
+            (StorageFull, InternalError),
             "the place is written to the order journal (GET /api/v1/orders/journal) before the broker is called; "
-            "if it cannot be written, nothing is sent.",
+            "if it cannot be written, nothing is sent (a full disk answers STORAGE_FULL, 507, naming the data dir "
+            "and its free space).",
             _journal_row,
         ),
         PlaceRule(
