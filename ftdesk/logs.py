@@ -17,6 +17,7 @@ import re
 import sys
 import threading
 import time
+import typing
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -114,6 +115,33 @@ class PrivateRotatingFileHandler(logging.handlers.RotatingFileHandler):
         if self.stream.tell() + len(self.format(record)) + 1 < self.maxBytes:
             return False
         return bool(super().shouldRollover(record))
+
+    def write_lines(self, lines: list[str]) -> None:
+        """Write ready-made lines (the access log's writer) in as few writes as the file's size allows.
+
+        Each file ends where ``emit`` would have ended it: before the line that would take it to its size.
+        The caller holds the handler's lock and calls ``handleError`` on a failure, as ``emit`` would.
+        """
+        if self.stream is None:
+            self.stream = self._open()
+        if self.maxBytes <= 0:
+            self.stream.write("".join(lines))
+            self.flush()
+            return
+        self.stream.seek(0, 2)  # as shouldRollover does, for Windows
+        position = self.stream.tell()
+        start = 0
+        for index, line in enumerate(lines):
+            # As shouldRollover: never rotate an empty file, nor anything but a regular file.
+            if position and position + len(line) >= self.maxBytes and Path(self.baseFilename).is_file():
+                if index > start:
+                    self.stream.write("".join(lines[start:index]))
+                self.doRollover()
+                assert self.stream is not None  # doRollover opened the new file
+                start, position = index, 0
+            position += len(line)
+        self.stream.write("".join(lines[start:]))
+        self.flush()
 
     def handleError(self, record: logging.LogRecord) -> None:
         """Say once, in one line on stderr, that the log file cannot be written (a full disk), not per record.
@@ -252,11 +280,55 @@ class AccessQueueHandler(logging.handlers.QueueHandler):
     def _write_queued(self) -> None:
         records = self._records
         while records:
-            item = records.popleft()
-            record = item if isinstance(item, logging.LogRecord) else self._record(*item)
+            batch: list[logging.LogRecord] = []
+            while records and len(batch) < self.BATCH:
+                item = records.popleft()
+                batch.append(item if isinstance(item, logging.LogRecord) else self._record(*item))
+            # Handlers with the same formatter, filters and level write the same lines: made once for them all.
+            texts: dict[tuple[object, ...], list[str]] = {}
             for handler in self._handlers:
-                if record.levelno >= handler.level:
-                    handler.handle(record)
+                if type(handler) is logging.StreamHandler or isinstance(handler, PrivateRotatingFileHandler):
+                    self._write_batch(handler, batch, texts)
+                    continue
+                for record in batch:
+                    if record.levelno >= handler.level:
+                        handler.handle(record)
+
+    BATCH = 1000
+    """Most lines written at once: a round's lines go out in one write (and one flush) per handler."""
+
+    @staticmethod
+    def _write_batch(
+        handler: logging.StreamHandler[typing.Any],
+        batch: list[logging.LogRecord],
+        texts: dict[tuple[object, ...], list[str]],
+    ) -> None:
+        """Write a batch's lines to a stream or a file in one go: the lines ``handle`` would write one by one.
+
+        Per record, ``handle`` filtered, formatted (twice more to check a file's size) and flushed: a system
+        call or two per line, on a thread that shares the interpreter with the event loop.
+        """
+        key = (handler.formatter, tuple(handler.filters), handler.level, handler.terminator)
+        lines = texts.get(key)
+        if lines is None:
+            lines = texts[key] = [
+                handler.format(record) + handler.terminator
+                for record in batch
+                if record.levelno >= handler.level and handler.filter(record)
+            ]
+        if not lines:
+            return
+        with handler.lock or contextlib.nullcontext():
+            try:
+                if isinstance(handler, PrivateRotatingFileHandler):
+                    handler.write_lines(lines)
+                else:
+                    handler.stream.write("".join(lines))
+                    handler.flush()
+            except RecursionError:
+                raise
+            except Exception:
+                handler.handleError(batch[-1])
 
     @staticmethod
     def _record(created: float, level: int, msg: str, args: tuple[object, ...]) -> logging.LogRecord:

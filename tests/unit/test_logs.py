@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import os
 import stat
+from pathlib import Path
 
 import pytest
 
@@ -90,3 +91,36 @@ def test_a_record_is_one_line_whatever_text_it_carries() -> None:
     assert all(line.startswith("    ") for line in text.splitlines()[1:]), "continuations cannot pass for records"
     assert "\r" not in text and "\x1b" not in text and "\\x1b[2J" in text
     assert log_safe("/a\nb\u2028c" + "x" * 400, limit=10) == "/a\\nb\\u2028cxxxx... (406 characters)"
+
+
+def test_access_lines_written_in_batches_rotate_where_one_by_one_would(tmp_path: Path) -> None:
+    from ftdesk.logs import AccessQueueHandler, OneRecordPerLineFormatter, PrivateRotatingFileHandler
+
+    formatter = OneRecordPerLineFormatter("%(levelname)s %(name)s: %(message)s")
+    redactor = SecretRedactor(["secret-path-part"])
+
+    def handler(name: str) -> PrivateRotatingFileHandler:
+        made = PrivateRotatingFileHandler(tmp_path / name, maxBytes=1000, backupCount=100, encoding="utf-8")
+        made.setFormatter(formatter)
+        made.addFilter(redactor)
+        return made
+
+    batched, one_by_one = handler("batched.log"), handler("single.log")
+    queue = AccessQueueHandler([batched])
+    logger = logging.getLogger("ftdesk.access")
+    line = "%s %s -> %s in %.1f ms (request %s)"
+    for n in range(120):
+        args = ("GET", f"/api/v1/x/{n}/secret-path-part", 200, 0.5, f"{n:032x}")
+        assert queue.put_line(logging.INFO, line, args)
+        one_by_one.handle(logger.makeRecord("ftdesk.access", logging.INFO, "", 0, line, args, None))
+    queue.stop()  # writes what is queued: one batch or a few, as the writer's rounds fell
+    batched.close()
+    one_by_one.close()
+
+    def files(name: str) -> list[str]:
+        paths = sorted(tmp_path.glob(f"{name}*"), key=lambda p: -int(p.suffix[1:]) if p.suffix[1:].isdigit() else 0)
+        return [p.read_text(encoding="utf-8") for p in paths]
+
+    assert files("batched.log") == files("single.log"), "the same lines, split into the same files"
+    assert len(files("batched.log")) > 5 and all(len(text) < 1000 for text in files("batched.log"))
+    assert "secret-path-part" not in "".join(files("batched.log"))
