@@ -227,7 +227,7 @@ class ServiceRuntime:
             resources.push_async_callback(tap.close)
             broker.attach_live_quotes(tap)
         safety = await resources.enter_async_context(
-            parts.safety_guard(settings, recorder, clock, holder, session, quotes, self.problems, space)
+            parts.safety_guard(settings, recorder, clock, holder, session, quotes, self.problems, space, events)
         )
         resources.callback(live.add_listener(safety.live_changed))  # every switch of live trading is audited
         in_flight = PlacesInFlight()

@@ -67,7 +67,7 @@ RISK_LIMIT_ROWS: tuple[tuple[str, Any, Callable[[Any], Any], str, str], ...] = (
         "daily_loss_limit",
         0.0,
         limit_parser(1e12, unit="dollars"),
-        "Dollars an account may lose today (realised + unrealised) before trading halts.",
+        "Dollars an account may lose today (by the cockpit's Day P&L rule, sales today included) before trading halts.",
         "dollars, or 0/off",
     ),
     (

@@ -107,9 +107,20 @@ class AccountPnl(Record):
     """Today's profit and loss of one account, as the daily loss limit sees it."""
 
     acct_num: str
-    realized: float = Field(description="Realised P&L today, dollars.")
-    unrealized: float = Field(description="Unrealised P&L today (day change of the positions), dollars.")
-    total: float = Field(description="realized + unrealized.")
+    realized: float = Field(
+        description="Day P&L of the symbols sold (or covered) out entirely today, dollars: shares held overnight "
+        "from the previous close, shares bought today from their fill price."
+    )
+    unrealized: float = Field(
+        description="Day P&L of the positions held now, dollars: shares held overnight from the previous close, "
+        "shares bought today from their fill price, a partial sale today included (the cockpit's figure)."
+    )
+    total: float = Field(description="realized + unrealized, dollars; what the daily loss limit compares.")
+    uncounted: list[str] = Field(
+        default_factory=list,
+        description="Symbols sold out today that are not in the figures: a fill without a price, or shares held "
+        "overnight whose previous close could not be read.",
+    )
     as_of: datetime = Field(description="When this was last read.")
 
 

@@ -2,12 +2,13 @@
 
 Pure functions over domain records, so what the trader sees can be checked without widgets.
 
-The day's P&L follows one rule on both brokers (``day_gain``): shares held overnight count from the previous
-close, shares bought (or sold short) today from their fill price, and a partial sale today counts what it
-realised against the previous close. The cockpit computes it from the position (quantity, last, previous
-close) and today's fills of the symbol, so Fidelity's own ``todaysGainLoss`` (passed through by the API as it
-comes) does not enter the cockpit's sums; it stands in only where the rule cannot be applied (a fill without
-a price, no previous close). A symbol sold out entirely today is no longer a position and is not in the sums.
+The day's P&L follows one rule on both brokers, the one the daily loss limit uses (``ftdesk.domain.day_pnl``):
+shares held overnight count from the previous close, shares bought (or sold short) today from their fill price,
+and a partial sale today counts what it realised against the same start. The cockpit computes it from the
+position (quantity, last, previous close) and today's fills of the symbol, so Fidelity's own ``todaysGainLoss``
+(passed through by the API as it comes) does not enter the cockpit's sums; it stands in only where the rule
+cannot be applied (a fill without a price, no previous close). A symbol sold out entirely today is no longer a
+position and is not in the cockpit's sums (the daily loss limit counts it).
 """
 
 from __future__ import annotations
@@ -17,10 +18,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from types import MappingProxyType
 
-from ftdesk.domain.accounts import Account, Position, SecurityType
+from ftdesk.domain.accounts import Account, Position
+from ftdesk.domain.day_pnl import day_gain
 from ftdesk.domain.orders import Order, PriceType
-
-OPTION_MULTIPLIER = 100
 
 POSITION_COLUMNS = ("Symbol", "Qty", "Last", "Market value", "Day P&L", "Total P&L", "Description")
 GROUP_SPAN = 3
@@ -103,40 +103,6 @@ def quantity(value: float) -> str:
 def clock_time(moment: datetime | None) -> str:
     """Return a time of day in the desktop's zone, or a dash."""
     return moment.astimezone().strftime("%H:%M:%S") if moment is not None else "-"
-
-
-def _trades_today(position: Position, fills: Sequence[Order]) -> list[tuple[float, float]] | None:
-    """Return today's executions of the position's symbol (signed quantity, price); None when one has no price."""
-    trades = []
-    for order in fills:
-        detail, status = order.order_detail, order.status_detail
-        if order.acct_num != position.acct_num or detail.legs or detail.symbol.upper() != position.symbol.upper():
-            continue
-        if status.qty_exec <= 0:
-            continue
-        if status.avg_exec_price is None:
-            return None
-        buying = detail.action.upper().startswith("B")  # B, BC (cover, or buy call), BO, BP; S, SS, SC, SO, SP
-        trades.append((status.qty_exec if buying else -status.qty_exec, status.avg_exec_price))
-    return trades
-
-
-def day_gain(position: Position, fills: Sequence[Order]) -> float:
-    """Return the day's P&L of a position: what it is worth now, less what it was worth at the previous close,
-    less what today's trades of the symbol paid in (a sale pays out).
-
-    Shares held overnight count from the previous close, shares bought today from their fill; the broker's own
-    figure stands in when a fill has no price or the previous close is unknown.
-    """
-    trades = _trades_today(position, fills)
-    overnight = position.quantity - sum(qty for qty, _ in (trades or ()))
-    if trades is None or (overnight and position.prev_close_price <= 0):
-        return position.todays_gain_loss
-    multiplier = OPTION_MULTIPLIER if position.security_type is SecurityType.OPTION else 1
-    now = position.quantity * position.last_price
-    start = overnight * position.prev_close_price
-    paid = sum(qty * price for qty, price in trades)
-    return round((now - start - paid) * multiplier, 2)
 
 
 def position_row(position: Position, day: float | None = None) -> list[str]:

@@ -19,16 +19,15 @@ broker answered.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from typing import TypeVar
 
 from ftdesk.brokers.capabilities import AccountsApi, OrdersApi
 from ftdesk.domain.accounts import Account, Position
-from ftdesk.domain.clock import TRADING_ZONE, trading_day
-from ftdesk.domain.event_names import FILL_NAMES
-from ftdesk.domain.events import AccountEvent
+from ftdesk.domain.clock import trading_day
+from ftdesk.domain.day_pnl import fill_times, filled_today
 from ftdesk.domain.orders import CancelResult, Order
 from ftdesk.service.context import ServiceContext
 from ftdesk.service.orders.listed_cancels import listed_cancel
@@ -46,43 +45,11 @@ class OrderBook:
     fill_times: Mapping[str, datetime] = field(default_factory=dict)  # conf_num -> its last fill event today
 
 
-def entered_on(order: Order, day: date) -> bool:
-    """Say whether the order was entered on the trading day (an unreadable time counts as not)."""
-    try:
-        entered = datetime.fromisoformat(order.order_detail.entry_time)
-    except ValueError:
-        return False
-    if entered.tzinfo is None:  # a broker time without an offset is the exchange's local time
-        entered = entered.replace(tzinfo=TRADING_ZONE)
-    return trading_day(entered) == day
-
-
-def fill_times(events: Iterable[AccountEvent], day: date) -> dict[str, datetime]:
-    """Return when each order last filled on the trading day, from the fill events (conf_num -> time)."""
-    times: dict[str, datetime] = {}
-    for event in events:
-        conf_num = event.desc.get("conf_num")
-        if event.event_type not in FILL_NAMES or not isinstance(conf_num, str) or not conf_num:
-            continue
-        try:
-            moment = datetime.fromisoformat(event.time)
-        except ValueError:
-            continue
-        if trading_day(moment) == day:
-            times[conf_num] = max(moment, times.get(conf_num, moment))
-    return times
-
-
 def order_book(orders: list[Order], day: date, filled_at: Mapping[str, datetime] | None = None) -> OrderBook:
     """Split the broker's order list into the open orders and those that filled (partly or wholly) today."""
     filled_at = filled_at or {}
     working = [order for order in orders if order.status_detail.status.is_working]
-    filled = [
-        order
-        for order in orders
-        if order.status_detail.qty_exec > 0
-        and (order.status_detail.status.is_working or entered_on(order, day) or order.id_detail.conf_num in filled_at)
-    ]
+    filled = filled_today(orders, day, filled_at)
     times = {o.id_detail.conf_num: filled_at[o.id_detail.conf_num] for o in filled if o.id_detail.conf_num in filled_at}
     return OrderBook(open=working, filled_today=filled, trading_day=day, fill_times=times)
 

@@ -26,6 +26,7 @@ from ftdesk.service.safety.store import SafetyStore
 from ftdesk.service.safety.sweep import KillSwitch, RestartSweep
 from ftdesk.service.session import SessionManager
 from ftdesk.service.switches import LiveTradingSwitch, SettingsHolder
+from ftdesk.streaming.event_hub import AccountEventHub
 from ftdesk.streaming.hub import QuoteHub
 
 
@@ -91,6 +92,7 @@ async def safety_guard(
     quotes: QuoteHub,
     known_problems: Sequence[str] = (),
     space: DataDirSpace | None = None,
+    events: AccountEventHub | None = None,
 ) -> AsyncIterator[SafetyGuard]:
     """Bring back the kill switch's state from the data dir before the server opens: a halted run stays halted.
 
@@ -102,7 +104,9 @@ async def safety_guard(
         recorder.journal,
         clock,
         settings=holder,
-        reads=BrokerReads(session, quotes, clock),
+        reads=BrokerReads(
+            session, quotes, clock, lambda: [item.event for item in events.buffered()] if events is not None else []
+        ),
         known_problems=known_problems,
     )
     if space is not None:

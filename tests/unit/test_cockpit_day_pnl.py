@@ -6,8 +6,8 @@ A broker's own day figure (Fidelity's todaysGainLoss, here a deliberately wrong 
 from __future__ import annotations
 
 from ftdesk.domain.accounts import Position
+from ftdesk.domain.day_pnl import day_gain
 from ftdesk.domain.orders import Order
-from ftdesk.gui.cockpit_rows import day_gain
 
 BROKER_FIGURE = 999.0
 

@@ -3,8 +3,8 @@
 The order desk checks the limit at every preview and place; this adds a check of every account every
 ``LOSS_WATCH_SECONDS`` while the limit is set and trading is not halted, so open orders are canceled and live
 trading turned off as soon as the loss is seen, not at the next order. Each round costs two reads per account
-(positions, today's closed positions), and none while the limit is off. A round that cannot read (logged out,
-the broker down) waits for the next one.
+(positions and order status, plus a quote for a symbol held overnight and sold out today), and none while the
+limit is off. A round that cannot read (logged out, the broker down) waits for the next one.
 """
 
 from __future__ import annotations

@@ -1,17 +1,25 @@
 """What the risk limits read from the broker: a quote, the working orders, today's P&L of an account.
 
 Reads only, through the brokerage session, never an order call. A quote comes from the live quote stream when it
-carries the symbol (no upstream call), else one snapshot. Today's P&L of an account is the broker's day change of
-its positions (unrealised) plus the gain or loss of positions closed today (realised); it is read at most every
-``PNL_MAX_AGE`` seconds per account, so a burst of orders costs one read.
+carries the symbol (no upstream call), else one snapshot. Today's P&L of an account follows the cockpit's rule
+(``ftdesk.domain.day_pnl``, the same code) on both brokers: the positions held now (shares held overnight from the
+previous close, shares bought today from their fill, a partial sale's realised part included) plus the symbols
+sold out entirely today (from the previous close for shares held overnight, from the fill for shares bought
+today). Today's trades come from the order status and the fill events, not from the closed-positions answer
+(Fidelity's, as captured, says neither when a position closed nor its gain against the previous close). It is
+read at most every ``PNL_MAX_AGE`` seconds per account, so a burst of orders costs one read (positions, order
+status, and a quote only for a symbol sold out today that was held overnight).
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable, Iterable
 
 from ftdesk.domain.clock import Clock, trading_day
+from ftdesk.domain.day_pnl import account_day_pnl, closed_out_symbols, fill_times, filled_today, overnight_closed
 from ftdesk.domain.errors import FtdeskError
+from ftdesk.domain.events import AccountEvent
 from ftdesk.domain.safety import AccountPnl
 from ftdesk.service.safety.limits import QuotePrices
 from ftdesk.service.session import SessionManager
@@ -25,10 +33,17 @@ PNL_MAX_AGE = 5.0
 class BrokerReads:
     """The broker reads of the risk limits, inside the brokerage session."""
 
-    def __init__(self, session: SessionManager, quotes: QuoteHub, clock: Clock) -> None:
+    def __init__(
+        self,
+        session: SessionManager,
+        quotes: QuoteHub,
+        clock: Clock,
+        events: Callable[[], Iterable[AccountEvent]] = tuple,
+    ) -> None:
         self._session = session
         self._quotes = quotes
         self._clock = clock
+        self._events = events  # the account events kept for replay: which orders entered earlier filled today
         self._pnl: dict[str, tuple[float, AccountPnl]] = {}
 
     async def quote(self, symbol: str) -> QuotePrices | None:
@@ -64,15 +79,41 @@ class BrokerReads:
             return kept[1]
         today = trading_day(self._clock.now())  # the market's day: the evening in New York is not tomorrow
         positions = await self._session.run(lambda broker: broker.accounts.get_positions(acct_num))
-        closed = await self._session.run(lambda broker: broker.accounts.get_closed_positions(acct_num, today, today))
-        unrealized = round(sum(p.todays_gain_loss for p in positions), 2)
-        realized = round(sum(c.gain_loss for c in closed if c.last_closed_date[:10] == today.isoformat()), 2)
+        orders = await self._session.run(lambda broker: broker.orders.get_order_status(acct_num))
+        fills = filled_today(orders, today, fill_times(self._events(), today))
+        wanted = [s for s in closed_out_symbols(acct_num, positions, fills) if overnight_closed(acct_num, s, fills)]
+        day = account_day_pnl(acct_num, positions, fills, await self._prev_closes(wanted))
+        if day.uncounted:
+            log.warning(
+                "Daily loss limit: %s sold today, not counted (no fill price or no previous close)",
+                ", ".join(day.uncounted),
+            )
         pnl = AccountPnl(
             acct_num=acct_num,
-            realized=realized,
-            unrealized=unrealized,
-            total=round(realized + unrealized, 2),
+            realized=day.closed_out,
+            unrealized=day.held,
+            total=day.total,
+            uncounted=list(day.uncounted),
             as_of=self._clock.now(),
         )
         self._pnl[acct_num] = (now, pnl)
         return pnl
+
+    async def _prev_closes(self, symbols: list[str]) -> dict[str, float]:
+        """Return the previous close of symbols no longer held, from the stream or one snapshot (missing: unknown)."""
+        closes: dict[str, float] = {}
+        missing = []
+        for symbol in symbols:
+            streamed = self._quotes.latest_quote(symbol) if self._quotes is not None else None
+            if streamed is not None and streamed.prev_close:
+                closes[symbol] = streamed.prev_close
+            else:
+                missing.append(symbol)
+        if missing:
+            try:
+                quotes = await self._session.run(lambda broker: broker.quote_feed.snapshot(missing))
+            except FtdeskError as exc:
+                log.info("No previous close for the daily loss limit of %s: %s", ", ".join(missing), exc.message)
+                return closes
+            closes.update({q.symbol.upper(): q.prev_close for q in quotes if q.prev_close})
+        return closes
