@@ -2,7 +2,8 @@
 
 Paper trading on Fidelity's market prices its orders on the service's one MDDS connection: the composition
 root gives the paper market this tap over the hub, so the market holds the symbols its orders and positions
-need like any other consumer (refcounted, lingering, resubscribed after a reconnect) and gets every quote as
+need like any other consumer (refcounted, lingering, resubscribed after a reconnect) and releases them when
+nothing needs them any more and gets every quote as
 it arrives. Delivery is direct (the hub hands a batch to the sink as it fans it out) when the Python has
 eager tasks, so a resting order is worked on the quote that crosses it without a task wake-up in between.
 """
@@ -34,6 +35,10 @@ class HubQuoteTap:
         """Keep these symbols on the stream (no effect once closed)."""
         with contextlib.suppress(ConsumerClosed):
             self._consumer.acquire(symbols)
+
+    def release(self, symbols: Sequence[str]) -> None:
+        """Stop holding these symbols: the hub unsubscribes them after its delay unless another consumer holds them."""
+        self._consumer.release(symbols)
 
     def start(self, receive: Callable[[Quote], None]) -> None:
         """Hand every streamed quote of a held symbol to ``receive`` from now on."""

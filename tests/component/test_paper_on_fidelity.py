@@ -342,3 +342,38 @@ async def test_the_login_asks_for_fidelitys_six_digit_code(start_paper_on_fideli
     code = pyotp.TOTP(TOTP_SECRET).at(upstream.fidelity.now())
     status, body = await login(service, totp_code=code)
     assert status == 200 and body["data"]["state"] == "logged_in" and body["data"]["broker"] == "paper", body
+
+
+async def test_a_symbol_nothing_needs_any_more_leaves_mdds_unless_a_client_stream_holds_it(
+    start_paper_on_fidelity: StartPaperOnFidelity,
+) -> None:
+    clock = ManualClock()  # the service's: drives the market's linger and the hub's unsubscribe delay
+    service, upstream = await start_paper_on_fidelity(clock=clock)
+    await login(service)
+    acct = await richest_account(service)
+
+    def subscribed() -> set[str]:
+        return upstream.mdds.current.subscribed if upstream.mdds.current is not None else set()
+
+    async with open_sse(service, f"{API}/streaming/quotes?symbols=F"):  # a client also watches F
+        await wait_until(lambda: "F" in subscribed())
+        resting = [
+            await place(service, "equity", equity(acct, "B", 5, "L", limitPrice=limit, symbol=symbol))
+            for symbol, limit in (("RKLB", 50.0), ("F", 340.0))  # neither is held by the seeded world
+        ]
+        await carried(upstream, "RKLB")
+        for order in resting:
+            status, canceled = await service.call(
+                "POST", f"{API}/orders/{order['conf_num']}/cancel", json={"acct_num": acct, "action_code": "B"}
+            )
+            assert status == 200 and canceled["data"]["is_accepted"] is True, canceled
+        assert "RKLB" in subscribed()  # nothing needs it now, but it was read moments ago: it lingers
+
+        for _ in range(120):  # the market's linger (30 s), then the hub's unsubscribe delay (10 s)
+            if "RKLB" not in subscribed():
+                break
+            await clock.advance(1)
+        await wait_until(lambda: "RKLB" not in subscribed())
+        assert upstream.mdds.current is not None and upstream.mdds.current.commands_named("unsubscribe")
+        assert "F" in subscribed()  # the client's stream still holds F: the market's release did not end it
+    assert order_calls(upstream) == []

@@ -26,6 +26,9 @@ class RecordingLive:
     def hold(self, symbols: Sequence[str]) -> None:
         self.held.extend(symbols)
 
+    def release(self, symbols: Sequence[str]) -> None:
+        self.held = [symbol for symbol in self.held if symbol not in symbols]
+
     def start(self, receive: Callable[[Quote], None]) -> None:
         self.receive = receive
 
@@ -65,6 +68,7 @@ async def test_a_stale_stream_is_refreshed_by_a_snapshot_before_pricing_and_a_fr
             live.carried["RKLB"] = streamed("RKLB", 57.00)
             await market.prepare(["RKLB"])
             assert market.snapshots_taken == 1 and market.quote("RKLB").ask == 57.00
+            await market.close()
     finally:
         await mdds.close()
 
@@ -82,6 +86,7 @@ async def test_an_option_holds_its_underlying_too_and_keeps_the_compact_symbol()
             assert market.quote("RKLB261218C60").ask > 0  # the option's own quote, keyed without MDDS's dash
             instrument = market.instrument("RKLB261218C60")
             assert instrument.option is not None and instrument.multiplier == 100
+            await market.close()
     finally:
         await mdds.close()
 
@@ -95,5 +100,31 @@ async def test_a_symbol_fidelity_does_not_quote_cannot_be_priced() -> None:
             await market.prepare(["NOPE"])
             with pytest.raises(NotFound, match="never priced from the simulation"):
                 market.quote("NOPE")
+    finally:
+        await mdds.close()
+
+
+async def test_held_symbols_are_released_once_nothing_needs_them_and_the_linger_has_passed() -> None:
+    mdds = FakeMdds()
+    await mdds.start()
+    try:
+        async with running_fake(mdds=mdds) as fake, logged_in(fake) as broker:
+            clock = ManualClock()
+            market = FidelityMarket(broker.quote_feed, clock, linger=30)
+            live = RecordingLive()
+            market.attach(live)
+            holdings = ["RKLB261218C60"]  # an option held: it and its underlying stay
+            market.keep_needed(lambda: holdings)
+            await market.prepare(["RKLB261218C60", "F"])
+            await clock.advance(20)
+            await market.prepare(["AAPL"])
+            assert market.release_unneeded() == [] and sorted(live.held) == ["AAPL", "F", "RKLB", "RKLB261218C60"]
+
+            await clock.advance(15)  # F read 35 s ago, AAPL 15 s ago
+            assert market.release_unneeded() == ["F"] and "F" not in live.held
+            holdings.clear()  # the option was sold
+            await clock.advance(31)  # the sweep on the clock lets go of the rest
+            assert live.held == []
+            await market.close()
     finally:
         await mdds.close()

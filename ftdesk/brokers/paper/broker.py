@@ -185,6 +185,11 @@ class PaperBroker:
         self.store.close()
         self._started = False
 
+    @property
+    def started(self) -> bool:
+        """Return whether the world is open (its ledger, engine and alerts exist)."""
+        return self._started
+
     def tick(self) -> int:
         """Advance the world once: work orders, post income, fire alerts; return the fills made."""
         fills = self.engine.process_market()

@@ -116,7 +116,15 @@ class PaperOnFidelityBroker:
 
     def attach_live_quotes(self, live: LiveQuotes) -> None:
         """Let resting paper orders fill on the service's streamed quotes (called once the quote hub exists)."""
+        self.market.keep_needed(self._needed_symbols)
         self.market.attach(live)
+
+    def _needed_symbols(self) -> list[str]:
+        """Return what the paper world prices without being asked: holdings, working orders, watched alerts."""
+        paper = self.paper
+        if not paper.started:
+            return []
+        return [*paper.readiness.held_symbols(None), *paper.engine.working_symbols(), *paper.alerts.watched_symbols()]
 
     # --- the capability groups -----------------------------------------------------------------
 
@@ -178,6 +186,7 @@ class PaperOnFidelityBroker:
     async def close(self) -> None:
         """Close the paper world and the Fidelity HTTP session; idempotent."""
         try:
+            await self.market.close()
             await self.paper.close()
         finally:
             await self.fidelity.close()

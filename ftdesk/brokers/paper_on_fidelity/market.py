@@ -9,6 +9,12 @@ younger than ``stale_after`` seconds, so nothing is priced on a quote older than
 stands by it. A symbol Fidelity gives no quote for cannot be priced: ``quote`` raises ``NotFound`` saying
 so, and the engine refuses the order (``NO_QUOTE``) rather than price it from the simulation.
 
+Symbols are held on the stream only while something needs them: a holding, a working order or watched
+alert (``keep_needed`` says which), or a read within the last ``linger`` seconds. A sweep on the injected
+clock every ``linger`` seconds lets go of the rest through the hub's refcount, so a client stream that holds
+the same symbol keeps it, and the MDDS subscription set does not grow over a session with every symbol an
+order was once priced or refused on.
+
 Each streamed quote is handed to the engine's listener at once, so a resting order fills on the quote that
 crosses it, not on the next tick. Option symbols are kept in the compact form the paper ledger uses
 (``AAPL260417C200``); MDDS's leading dash is dropped on the way in.
@@ -16,9 +22,11 @@ crosses it, not on the next tick. Option symbols are kept in the compact form th
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from typing import Protocol
 
@@ -36,6 +44,9 @@ log = logging.getLogger(__name__)
 DEFAULT_STALE_AFTER = 5.0
 """Seconds without a streamed update after which a symbol's quote is refreshed by a snapshot before pricing."""
 
+DEFAULT_LINGER = 30.0
+"""Seconds a symbol nothing needs any more stays held after its last read (a quick re-read does not resubscribe)."""
+
 _EQUITY = re.compile(r"[A-Z][A-Z0-9./]{0,9}")
 
 
@@ -44,6 +55,9 @@ class LiveQuotes(Protocol):
 
     def hold(self, symbols: Sequence[str]) -> None:
         """Keep these symbols on the stream."""
+
+    def release(self, symbols: Sequence[str]) -> None:
+        """Stop keeping these symbols on the stream (others holding them keep them)."""
 
     def start(self, receive: Callable[[Quote], None]) -> None:
         """Hand every streamed quote of a held symbol to ``receive``."""
@@ -60,11 +74,25 @@ def canonical(symbol: str) -> str:
 class FidelityMarket:
     """Fidelity's quotes and session as the paper engine's market (see the module docstring)."""
 
-    def __init__(self, feed: QuoteFeed, clock: Clock, *, stale_after: float = DEFAULT_STALE_AFTER) -> None:
+    def __init__(
+        self,
+        feed: QuoteFeed,
+        clock: Clock,
+        *,
+        stale_after: float = DEFAULT_STALE_AFTER,
+        linger: float = DEFAULT_LINGER,
+    ) -> None:
+        if linger <= 0:
+            raise ValueError(f"linger must be positive, got {linger}")
         self._feed = feed
         self._clock = clock
         self._stale_after = stale_after
+        self._linger = linger
         self._live: LiveQuotes | None = None
+        self._needed: Callable[[], Iterable[str]] = tuple
+        self._held: set[str] = set()
+        self._read_at: dict[str, float] = {}
+        self._sweeper: asyncio.Task[None] | None = None
         self._streamed: dict[str, tuple[Quote, float]] = {}
         self._snapped: dict[str, tuple[Quote, float]] = {}
         self._listeners: list[Callable[[str], None]] = []
@@ -74,6 +102,47 @@ class FidelityMarket:
         """Take streamed quotes from the service's live stream from now on."""
         self._live = live
         live.start(self.receive)
+        self._sweeper = asyncio.get_running_loop().create_task(self._sweep_forever(), name="paper-market-release")
+
+    def keep_needed(self, needed: Callable[[], Iterable[str]]) -> None:
+        """Keep on the stream, whatever their last read, the symbols ``needed()`` names (holdings, working orders)."""
+        self._needed = needed
+
+    def release_unneeded(self) -> list[str]:
+        """Let go of the held symbols nothing needs and nobody read in the last ``linger`` seconds; return them."""
+        now = self._clock.monotonic()
+        for symbol, read in list(self._read_at.items()):
+            if now - read > self._linger:
+                del self._read_at[symbol]
+        try:
+            needed = self._with_underlyings(self._needed())
+        except Exception:  # the ledger cannot say now: keep everything, the next sweep retries
+            log.exception("The paper market could not list the symbols it needs")
+            return []
+        unneeded = sorted(symbol for symbol in self._held if symbol not in needed and symbol not in self._read_at)
+        if not unneeded:
+            return []
+        self._held.difference_update(unneeded)
+        for symbol in unneeded:
+            self._streamed.pop(symbol, None)
+            self._snapped.pop(symbol, None)
+        if self._live is not None:
+            self._live.release(unneeded)
+        log.debug("The paper market released %d symbols from the stream", len(unneeded))
+        return unneeded
+
+    async def close(self) -> None:
+        """Stop the release sweep; idempotent (the tap lets go of everything when it closes)."""
+        task, self._sweeper = self._sweeper, None
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    async def _sweep_forever(self) -> None:
+        while True:
+            await self._clock.sleep(self._linger)
+            self.release_unneeded()
 
     def receive(self, quote: Quote) -> None:
         """Keep a streamed quote and tell the engine its symbol moved."""
@@ -98,15 +167,13 @@ class FidelityMarket:
 
     async def prepare(self, symbols: Sequence[str]) -> None:
         """Hold the symbols (and options' underlyings) on the stream; snapshot those not fresh from it."""
-        wanted: dict[str, None] = {}
-        for symbol in symbols:
-            text = canonical(symbol)
-            wanted[text] = None
-            option = _option(text)
-            if option is not None:
-                wanted[option] = None
+        wanted = self._with_underlyings(symbols)
+        now = self._clock.monotonic()
+        for symbol in wanted:
+            self._read_at[symbol] = now
         if self._live is not None:
             self._live.hold(list(wanted))
+            self._held.update(wanted)
         stale = [symbol for symbol in wanted if self._fresh(symbol) is None]
         if not stale:
             return
@@ -139,6 +206,18 @@ class FidelityMarket:
         return Instrument(text, option_description(contract), SecurityType.OPTION, "OPRA", "", contract)
 
     # --- internals -------------------------------------------------------------------------------
+
+    @staticmethod
+    def _with_underlyings(symbols: Iterable[str]) -> dict[str, None]:
+        """Return the symbols in the ledger's form with each option's underlying after it, without repeats."""
+        wanted: dict[str, None] = {}
+        for symbol in symbols:
+            text = canonical(symbol)
+            wanted[text] = None
+            option = _option(text)
+            if option is not None:
+                wanted[option] = None
+        return wanted
 
     def _fresh(self, symbol: str) -> Quote | None:
         """Return the stream's quote while it carries the symbol, else the newest not older than ``stale_after``."""
