@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from ftdesk.service.context import CONTEXT
+from ftdesk.service.web.envelope import PlainJsonModel
 from ftdesk.service.web.routing import Call, RouteTable
 
 routes = RouteTable(tag="health")
 
 
-class Health(BaseModel):
+class Health(PlainJsonModel):  # uptime is rounded to the millisecond: plain decimal, never an exponent
     """Liveness and identity of this ftdesk instance."""
 
     status: str = Field(description="Always 'ok' when the service answers.")

@@ -2,43 +2,20 @@
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-from collections.abc import Awaitable, Callable
-
 from aiohttp import web
 
 from ftdesk.service.context import CONTEXT, DESKTOP_WINDOW, ENDPOINTS, OPENAPI, DesktopWindow, ServiceContext
 from ftdesk.service.docs.openapi import OpenApiDocument
 from ftdesk.service.docs.pages import add_docs_routes
 from ftdesk.service.push.state import STREAMING, StreamingOptions, StreamingState
-from ftdesk.service.safety.guard import SafetyGuard
 from ftdesk.service.safety.sweep import SWEEP_HOLD_SECONDS
 from ftdesk.service.web.middleware import (
     MAX_BODY_KEY,
     SecurityPolicy,
     add_common_headers,
-    envelope_middleware,
-    make_security_middleware,
+    make_request_middleware,
 )
 from ftdesk.service.web.routing import RouteTable, add_routes
-
-
-def _sweep_gate(guard: SafetyGuard) -> Callable[..., Awaitable[web.StreamResponse]]:
-    """Hold each request while a halted run's start-up sweep cancels the open orders (a bounded wait)."""
-
-    @web.middleware
-    async def sweep_gate(
-        request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
-    ) -> web.StreamResponse:
-        # Served anyway after the wait: previews and places are refused while halted, and cancels must work.
-        # Nothing held (every request but those of a halted run's first seconds): no timer to arm and cancel.
-        if guard.requests_held:
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(guard.requests_may_proceed(), SWEEP_HOLD_SECONDS)
-        return await handler(request)
-
-    return sweep_gate
 
 
 def create_web_app(
@@ -58,7 +35,7 @@ def create_web_app(
         max_body_bytes=settings.max_body_bytes,
     )
     app = web.Application(
-        middlewares=[envelope_middleware, make_security_middleware(policy), _sweep_gate(ctx.safety)],
+        middlewares=[make_request_middleware(policy, ctx.safety, SWEEP_HOLD_SECONDS)],
         client_max_size=settings.max_body_bytes,
     )
     app[CONTEXT] = ctx

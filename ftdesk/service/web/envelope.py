@@ -13,6 +13,15 @@ from ftdesk.domain.errors import FtdeskError
 from ftdesk.service.web.errors import spec_for
 
 
+class PlainJsonModel(BaseModel):
+    """A response model whose pydantic JSON is, byte for byte, the envelope's ``json.dumps`` of its dump.
+
+    The envelope then takes ``model_dump_json()`` as it is (one serialiser pass, not a dump and a dump again).
+    Only for models of strings, booleans, integers, lists of them and floats in plain decimal form (the two
+    serialisers write a float such as 1e-05 or 1e+16 differently, and NaN one as null, the other not at all).
+    """
+
+
 def _to_jsonable(data: Any) -> Any:
     if isinstance(data, BaseModel):
         return data.model_dump(mode="json")
@@ -33,7 +42,9 @@ def _json_text(data: Any) -> str:
 
 def ok_response(data: Any, *, status: int = 200, headers: dict[str, str] | None = None) -> web.Response:
     """Return a success envelope (a ``SharedList``'s JSON text is made once, for every caller it goes to)."""
-    if isinstance(data, SharedList):
+    if isinstance(data, PlainJsonModel):
+        body = '{"ok":true,"data":' + data.model_dump_json() + ',"error":null}'
+    elif isinstance(data, SharedList):
         # The same text json.dumps makes of the whole envelope: these separators, keys in this order.
         body = '{"ok":true,"data":' + data.json_text(_json_text) + ',"error":null}'
     else:

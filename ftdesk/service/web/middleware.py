@@ -1,16 +1,21 @@
-"""Middleware: request ids, the envelope on every error, and local-only security.
+"""Middleware: request ids, the envelope on every error, local-only security and the start-up sweep's hold.
 
-Order (outermost first): ``envelope_middleware`` (request id, errors -> envelope, tracebacks to the
-log only) then ``security_middleware`` (Host, Origin/CORS, body size, API key), then the route.
+One middleware (``make_request_middleware``) does it all, in this order: the request id; then, inside the
+envelope (errors -> envelope, tracebacks to the log only), the security checks (``_security_check``: Host,
+Origin/CORS, body size, API key), the hold while a halted run's start-up sweep cancels the open orders, and
+the route. One middleware, not three: each layer cost a coroutine per request, and the checks await nothing.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 import random
 import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from typing import Protocol
 
 from aiohttp import web
 from aiohttp.abc import AbstractAccessLogger
@@ -90,41 +95,72 @@ class _GenericHttpError(e.FtdeskError):
 MAX_BODY_KEY = web.AppKey("max_body_bytes", int)
 
 
-@web.middleware
-async def envelope_middleware(
-    request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
-) -> web.StreamResponse:
-    """Assign the request id and turn every failure into the error envelope."""
-    request[REQUEST_ID] = _request_id(request)
-    try:
-        return await handler(request)
-    except ClientDisconnected as exc:
-        log.info(
-            "The body of %s %s (request %s) did not arrive complete: %s; nothing was done",
-            log_safe(request.method),
-            logged_path(request),
-            request[REQUEST_ID],
-            exc.message,
-        )
-        return error_response(exc)  # nobody reads it, but the access log records a 400, not a 500
-    except e.FtdeskError as exc:
-        return error_response(exc)
-    except web.HTTPException as exc:
-        if exc.status < 400:
-            raise
-        error = _http_exception_to_error(exc, request)
-        if isinstance(error, _GenericHttpError):
-            return web.json_response(error_body("HTTP_ERROR", error.message), status=error.status)
-        if isinstance(error, e.MethodNotAllowed):  # RFC 9110: a 405 lists what the path allows
-            return error_response(error, headers={"Allow": ", ".join(error.details["allowed_methods"])})
-        return error_response(error)
-    except Exception:
-        log.exception(
-            "Unhandled error in %s %s (request %s)", log_safe(request.method), logged_path(request), request[REQUEST_ID]
-        )
-        return error_response(
-            e.InternalError(f"Internal error; the service log has the details under request id {request[REQUEST_ID]}")
-        )
+class RequestGate(Protocol):
+    """What holds requests while a halted run's start-up sweep cancels the open orders (``SafetyGuard``)."""
+
+    @property
+    def requests_held(self) -> bool:
+        """Say whether requests wait now."""
+        ...
+
+    async def requests_may_proceed(self) -> None:
+        """Return once requests may be served."""
+        ...
+
+
+def make_request_middleware(policy: SecurityPolicy, gate: RequestGate, hold_seconds: float) -> Middleware:
+    """Build the one middleware: request id, envelope, security checks, the sweep's hold (``hold_seconds`` at most)."""
+    security_check = _security_check(policy)
+
+    @web.middleware
+    async def request_middleware(
+        request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
+    ) -> web.StreamResponse:
+        request[REQUEST_ID] = _request_id(request)
+        try:
+            preflight = security_check(request)
+            if preflight is not None:
+                return preflight
+            # Served anyway after the wait: previews and places are refused while halted, and cancels must work.
+            # Nothing held (every request but those of a halted run's first seconds): no timer to arm and cancel.
+            if gate.requests_held:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(gate.requests_may_proceed(), hold_seconds)
+            return await handler(request)
+        except ClientDisconnected as exc:
+            log.info(
+                "The body of %s %s (request %s) did not arrive complete: %s; nothing was done",
+                log_safe(request.method),
+                logged_path(request),
+                request[REQUEST_ID],
+                exc.message,
+            )
+            return error_response(exc)  # nobody reads it, but the access log records a 400, not a 500
+        except e.FtdeskError as exc:
+            return error_response(exc)
+        except web.HTTPException as exc:
+            if exc.status < 400:
+                raise
+            error = _http_exception_to_error(exc, request)
+            if isinstance(error, _GenericHttpError):
+                return web.json_response(error_body("HTTP_ERROR", error.message), status=error.status)
+            if isinstance(error, e.MethodNotAllowed):  # RFC 9110: a 405 lists what the path allows
+                return error_response(error, headers={"Allow": ", ".join(error.details["allowed_methods"])})
+            return error_response(error)
+        except Exception:
+            log.exception(
+                "Unhandled error in %s %s (request %s)",
+                log_safe(request.method),
+                logged_path(request),
+                request[REQUEST_ID],
+            )
+            return error_response(
+                e.InternalError(
+                    f"Internal error; the service log has the details under request id {request[REQUEST_ID]}"
+                )
+            )
+
+    return request_middleware
 
 
 def _host_name(host_header: str) -> str:
@@ -143,17 +179,14 @@ def _bearer_token(request: web.Request) -> str | None:
     return None
 
 
-def make_security_middleware(policy: SecurityPolicy) -> Middleware:
-    """Build the middleware that enforces Host, Origin, body size and the API key."""
+def _security_check(policy: SecurityPolicy) -> Callable[[web.Request], web.StreamResponse | None]:
+    """Build the check of Host, Origin, body size and the API key: it raises, answers a preflight, or passes (None)."""
     allowed_hosts = policy.allowed_hosts
     # Host headers already parsed and accepted: a client sends the same one on every request, so it is parsed
     # as a URL once, not on every request. Refused ones are parsed each time; at most 16 are kept.
     accepted_hosts: set[str] = set()
 
-    @web.middleware
-    async def security_middleware(
-        request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
-    ) -> web.StreamResponse:
+    def security_check(request: web.Request) -> web.StreamResponse | None:
         host_header = request.host
         if host_header not in accepted_hosts:
             if _host_name(host_header) not in allowed_hosts:
@@ -201,9 +234,9 @@ def make_security_middleware(policy: SecurityPolicy) -> Middleware:
                         "Missing or wrong API key: send 'Authorization: Bearer <key>' "
                         "(print the key with: ftdesk --print-api-key)"
                     )
-        return await handler(request)
+        return None
 
-    return security_middleware
+    return security_check
 
 
 async def add_common_headers(request: web.Request, response: web.StreamResponse) -> None:
