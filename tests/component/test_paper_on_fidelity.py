@@ -377,3 +377,17 @@ async def test_a_symbol_nothing_needs_any_more_leaves_mdds_unless_a_client_strea
         assert upstream.mdds.current is not None and upstream.mdds.current.commands_named("unsubscribe")
         assert "F" in subscribed()  # the client's stream still holds F: the market's release did not end it
     assert order_calls(upstream) == []
+
+
+async def test_borrow_and_short_figures_are_refused_rather_than_served_from_the_simulation(
+    start_paper_on_fidelity: StartPaperOnFidelity,
+) -> None:
+    service, upstream = await start_paper_on_fidelity()
+    await login(service)
+    acct = await richest_account(service)
+    for path in ("hard-to-borrow?symbols=RKLB", "short-insights?symbols=RKLB", "short-insights/RKLB/timeseries"):
+        status, body = await service.call("GET", f"{API}/accounts/{acct}/{path}")
+        assert status == 409 and body["error"]["code"] == "CONFLICT", body
+        assert body["error"]["details"]["reason"] == "SIMULATED_ONLY"
+        assert "not Fidelity's" in body["error"]["message"]
+    assert not [r.path for r in upstream.fidelity.requests if "borrow" in r.path or "short" in r.path.lower()]

@@ -167,7 +167,10 @@ class PaperBroker:
         trading.on_quote(self._on_quote)
         # The capability groups hold this world's parts; a restart builds them again with the new parts.
         session = self._gate
-        self.accounts = PaperAccountsApi(session, self.ledger, self._market, self.readiness)
+        # Borrow and short figures exist only in the simulation: on another market they would pass for its own.
+        self.accounts = PaperAccountsApi(
+            session, self.ledger, self._market, self.readiness, simulated_lending=self._given_market is None
+        )
         self.orders = PaperOrdersApi(session, self.engine, self.readiness)
         self.market_data = PaperMarketDataApi(session, self._market, self.clock)
         self.research = PaperResearchApi(session, PaperResearch(self._market, self.universe), self.userdata)

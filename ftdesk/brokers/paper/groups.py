@@ -37,6 +37,7 @@ from ftdesk.domain.accounts import (
     Transaction,
 )
 from ftdesk.domain.clock import Clock
+from ftdesk.domain.errors import Conflict
 from ftdesk.domain.market import AvailableMarkets, BarWidth, ChartResult, Montage, OptionChain, TimeAndSales
 from ftdesk.domain.orders import (
     CancelPreview,
@@ -109,15 +110,38 @@ class PaperSessionApi:
 
 
 class PaperAccountsApi:
-    """Accounts and portfolio read from the ledger; borrow and short data from the market."""
+    """Accounts and portfolio read from the ledger; borrow and short data from the simulated market.
+
+    With ``simulated_lending=False`` (the paper world trades on a broker's real market) the borrow and short
+    reads are refused with ``CONFLICT``: the simulation's figures would be read as the real market's.
+    """
 
     def __init__(
-        self, session: SessionGate, ledger: Ledger, market: MarketSimulator, readiness: MarketReadiness
+        self,
+        session: SessionGate,
+        ledger: Ledger,
+        market: MarketSimulator,
+        readiness: MarketReadiness,
+        *,
+        simulated_lending: bool = True,
     ) -> None:
         self._session = session
         self._ledger = ledger
         self._market = market
         self._ready = readiness
+        self._simulated_lending = simulated_lending
+
+    def _lending(self, acct_num: str, what: str) -> MarketSimulator:
+        """Return the market the borrow and short figures come from; refuse them on a real market."""
+        self._session.require_active()
+        self._ledger.account(acct_num)
+        if not self._simulated_lending:
+            raise Conflict(
+                f"{what} are not served while paper trades on Fidelity's market: the paper world has only the"
+                " simulation's figures, which are not Fidelity's. Read them with the broker set to Fidelity.",
+                details={"reason": "SIMULATED_ONLY", "mode": "paper on Fidelity's market"},
+            )
+        return self._market
 
     async def get_accounts(self) -> list[Account]:
         """Return all accounts."""
@@ -176,9 +200,7 @@ class PaperAccountsApi:
 
     async def get_hard_to_borrow(self, acct_num: str, symbols: Sequence[str]) -> list[HardToBorrowPosition]:
         """Return borrow rates and availability."""
-        self._session.require_active()
-        self._ledger.account(acct_num)
-        return self._market.hard_to_borrow(symbols)
+        return self._lending(acct_num, "Borrow rates").hard_to_borrow(symbols)
 
     async def get_open_lots(self, acct_num: str, symbol: str) -> list[LotDetail]:
         """Return the open lots of a position."""
@@ -187,17 +209,13 @@ class PaperAccountsApi:
 
     async def get_short_insights(self, acct_num: str, symbols: Sequence[str]) -> list[ShortInsightDetail]:
         """Return short-interest data."""
-        self._session.require_active()
-        self._ledger.account(acct_num)
-        return self._market.short_insights(symbols)
+        return self._lending(acct_num, "Short-interest figures").short_insights(symbols)
 
     async def get_short_insight_series(
         self, acct_num: str, symbol: str, metric: str, start: date | None, end: date | None
     ) -> ShortInsightSeries:
         """Return the history of one short-insight metric."""
-        self._session.require_active()
-        self._ledger.account(acct_num)
-        return self._market.short_insight_series(symbol, metric, start, end)
+        return self._lending(acct_num, "Short-interest figures").short_insight_series(symbol, metric, start, end)
 
     async def get_accruals(self, acct_num: str) -> list[AccrualDetail]:
         """Return margin-interest and dividend accruals."""

@@ -35,6 +35,8 @@ from ftdesk.service.web.routing import Call, RouteTable
 routes = RouteTable(tag="accounts")
 
 _ACCOUNT_ERRORS: tuple[type[e.FtdeskError], ...] = (e.NotFound,)
+# Borrow and short figures: CONFLICT (reason SIMULATED_ONLY) while paper trades on Fidelity's market.
+_LENDING_ERRORS: tuple[type[e.FtdeskError], ...] = (e.NotFound, e.Conflict)
 
 
 class TimeseriesQuery(DateRangeQuery):
@@ -201,13 +203,16 @@ async def get_account_features(call: Call[None, None]) -> list[AccountFeature]:
     query=SymbolsQuery,
     response=list[HardToBorrowPosition],
     needs_session=True,
-    errors=_ACCOUNT_ERRORS,
+    errors=_LENDING_ERRORS,
 )
 async def get_hard_to_borrow(call: Call[None, SymbolsQuery]) -> list[HardToBorrowPosition]:
     """Return today's borrow rate and shares available to borrow for each of `symbols` (1 to 50), in order.
 
     `htb_ind` marks hard-to-borrow names and `locate_required_ind` those that need a locate before a
     short sale. An unknown symbol is `NOT_FOUND`.
+
+    With the paper broker on Fidelity's market (`paper_market` `fidelity`) this is refused with `CONFLICT`
+    (details `reason` `SIMULATED_ONLY`): the paper world has only the simulation's figures, not Fidelity's.
     """
     acct, symbols = _acct(call), call.query.symbols
     return await in_accounts(call, lambda accounts: accounts.get_hard_to_borrow(acct, symbols))
@@ -236,10 +241,14 @@ async def get_open_lots(call: Call[None, None]) -> list[LotDetail]:
     query=SymbolsQuery,
     response=list[ShortInsightDetail],
     needs_session=True,
-    errors=_ACCOUNT_ERRORS,
+    errors=_LENDING_ERRORS,
 )
 async def get_short_insights(call: Call[None, SymbolsQuery]) -> list[ShortInsightDetail]:
-    """Return the latest published short-interest figures for each of `symbols` (1 to 50), in order."""
+    """Return the latest published short-interest figures for each of `symbols` (1 to 50), in order.
+
+    With the paper broker on Fidelity's market (`paper_market` `fidelity`) this is refused with `CONFLICT`
+    (details `reason` `SIMULATED_ONLY`): the paper world has only the simulation's figures, not Fidelity's.
+    """
     acct, symbols = _acct(call), call.query.symbols
     return await in_accounts(call, lambda accounts: accounts.get_short_insights(acct, symbols))
 
@@ -250,13 +259,16 @@ async def get_short_insights(call: Call[None, SymbolsQuery]) -> list[ShortInsigh
     query=TimeseriesQuery,
     response=ShortInsightSeries,
     needs_session=True,
-    errors=_ACCOUNT_ERRORS,
+    errors=_LENDING_ERRORS,
 )
 async def get_short_insight_series(call: Call[None, TimeseriesQuery]) -> ShortInsightSeries:
     """Return one short-insight `metric` at each published settlement date between `start_date` and `end_date`.
 
     The default range is the last year. A metric the brokerage does not know is a `VALIDATION_ERROR`
     whose details list the allowed names.
+
+    With the paper broker on Fidelity's market (`paper_market` `fidelity`) this is refused with `CONFLICT`
+    (details `reason` `SIMULATED_ONLY`): the paper world has only the simulation's figures, not Fidelity's.
     """
     acct, symbol, q = _acct(call), path_symbol(call, "sym"), call.query
     return await in_accounts(
