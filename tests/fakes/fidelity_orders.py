@@ -85,6 +85,7 @@ class FakeOrder:
     status: str = "OPEN"
     status_desc: str = "Open"
     complex_legs: list[dict[str, Any]] = field(default_factory=list)
+    avg_exec_price: float | None = None  # set when the order filled
 
 
 @dataclass
@@ -194,8 +195,9 @@ class FakeOrders:
                 "amountDetail": {
                     "qtyRemaining": str(order.qty) if working else "0",
                     "qty": order.qty,
-                    "qtyExec": "0",
+                    "qtyExec": str(order.qty) if order.avg_exec_price is not None else "0",
                     "commission": "0.00",
+                    **({"avgExecPrice": f"{order.avg_exec_price:.2f}"} if order.avg_exec_price is not None else {}),
                 },
             },
             "idDetail": {
@@ -206,6 +208,11 @@ class FakeOrders:
             "baseOrderDetail": base,
             "tradableSecOrderDetail": tradable,
         }
+
+    def fill(self, conf_num: str, price: float) -> None:
+        """Fill a booked single-leg order whole at a price: its status then says so as captured ("Filled at $x")."""
+        order = self.book[conf_num]
+        order.status, order.status_desc, order.avg_exec_price = "FILLED", f"Filled at ${price:,.2f}", price
 
     # --- equity, option, replace --------------------------------------------------------------------------
 
