@@ -52,6 +52,23 @@ async def test_a_websockets_client_subscribes_and_gets_quotes_over_a_compressed_
         assert quote["symbol"] == "MSFT" and quote["last"] > 0
 
 
+async def test_an_uncompressed_connection_reads_every_ready_made_frame_of_a_batch(start_service) -> None:
+    # Without compression the server writes a batch's frames, made once for every socket, in one go: another
+    # implementation's frame parser must read each as one whole JSON text frame.
+    service = await start_service()
+    await service.login()
+    async with connect(ws_url(service), additional_headers=service.auth, compression=None) as ws:
+        extensions = ws.response.headers.get("Sec-WebSocket-Extensions", "") if ws.response else ""
+        assert "permessage-deflate" not in extensions
+        symbols = ["MSFT", "AAPL", "SPY", "QQQ"]
+        await ws.send(json.dumps({"action": "subscribe", "symbols": symbols}))
+        seen: set[str] = set()
+        while seen != set(symbols):
+            quote = await next_frame(ws, lambda f: f["type"] == "quote")
+            assert quote["last"] > 0
+            seen.add(quote["symbol"])
+
+
 async def test_protocol_pings_from_the_client_are_answered(start_service) -> None:
     service = await start_service()
     async with connect(ws_url(service), additional_headers=service.auth, ping_interval=None) as ws:
