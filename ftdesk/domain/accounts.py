@@ -111,6 +111,14 @@ class Position(UpstreamRecord):
     todays_gain_loss_pct: float
     holding_pct: float = Field(description="Share of the account's market value, percent.")
     option: OptionContract | None = None
+    unpriced_reason: str | None = Field(
+        default=None,
+        description="Why the position has no market price (null when it has one): the market gives no quote "
+        "for the symbol (paper on Fidelity's market: an option series the simulation invented). Then last_price "
+        "and prev_close_price are the average price it was booked at (dollars per share), market_value is at "
+        "that price, the gain fields are 0 and not a market figure, and P&L sums (the cockpit's, the daily loss "
+        "limit's) leave the position out.",
+    )
 
 
 class Balance(UpstreamRecord):

@@ -5,7 +5,8 @@ and a sale today counts what it realised against the same start: the previous cl
 its fill for a share bought today. Per symbol that is what it is worth now, less what it was worth at the
 previous close, less what today's trades of the symbol paid in (a sale pays out). The broker's own "today's
 gain/loss" (Fidelity's ``todaysGainLoss``) stands in only where the rule cannot be applied (a fill without a
-price, no previous close).
+price, no previous close). A position the market cannot price (``Position.unpriced_reason``) is left out of
+the sums and named among the uncounted.
 
 Today's trades are today's fills read from the order status: neither broker's order status carries an execution
 time, so an order counts when it executed something and was entered today, is still working, or has a fill event
@@ -136,9 +137,10 @@ def account_day_pnl(
     acct_num: str, positions: Sequence[Position], fills: Sequence[Order], prev_closes: Mapping[str, float]
 ) -> DayPnl:
     """Return an account's day P&L; ``prev_closes`` gives the previous close of the symbols it no longer holds."""
-    held = round(sum(day_gain(p, fills) for p in positions if p.acct_num == acct_num), 2)
+    mine = [p for p in positions if p.acct_num == acct_num]
+    held = round(sum(day_gain(p, fills) for p in mine if p.unpriced_reason is None), 2)
     closed_out = 0.0
-    uncounted = []
+    uncounted = [p.symbol for p in mine if p.unpriced_reason is not None]  # no market price: no day figure
     for symbol in closed_out_symbols(acct_num, positions, fills):
         trades = trades_today(acct_num, symbol, fills)
         prev_close = prev_closes.get(symbol, 0.0)

@@ -118,8 +118,9 @@ class AccountPnl(Record):
     total: float = Field(description="realized + unrealized, dollars; what the daily loss limit compares.")
     uncounted: list[str] = Field(
         default_factory=list,
-        description="Symbols sold out today that are not in the figures: a fill without a price, or shares held "
-        "overnight whose previous close could not be read.",
+        description="Symbols not in the figures: sold out today with a fill without a price, or shares held "
+        "overnight whose previous close could not be read; or held but without a market price "
+        "(Position.unpriced_reason).",
     )
     as_of: datetime = Field(description="When this was last read.")
 

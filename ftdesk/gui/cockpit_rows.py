@@ -69,8 +69,9 @@ class DeskSnapshot:
                     acct_num=account.acct_num,
                     name=account.name,
                     market_value=sum(p.market_value for p in held),
-                    day=round(sum(self.day_gain(p) for p in held), 2),
-                    total=sum(p.total_gain_loss for p in held),
+                    # A position without a market price (valued at its booked price) has no gain to add.
+                    day=round(sum(self.day_gain(p) for p in held if p.unpriced_reason is None), 2),
+                    total=sum(p.total_gain_loss for p in held if p.unpriced_reason is None),
                 )
             )
         return sums
@@ -107,6 +108,16 @@ def clock_time(moment: datetime | None) -> str:
 
 def position_row(position: Position, day: float | None = None) -> list[str]:
     """Return the cells of one position (its account is the group row above it)."""
+    if position.unpriced_reason is not None:  # no market price: say so rather than show a booked price as one
+        return [
+            position.symbol,
+            quantity(position.quantity),
+            "no quote",
+            money(position.market_value),
+            "-",
+            "-",
+            f"{position.description} (no market price: valued at the price it was booked at)",
+        ]
     return [
         position.symbol,
         quantity(position.quantity),
@@ -230,6 +241,9 @@ def rows_of(snapshot: DeskSnapshot) -> Sequence[tuple[bool, list[str], tuple[flo
     for pnl in snapshot.account_pnl():
         rows.append((True, account_row(pnl), (pnl.day, pnl.total)))
         for position in snapshot.positions.get(pnl.acct_num, ()):
+            if position.unpriced_reason is not None:
+                rows.append((False, position_row(position), None))
+                continue
             day = snapshot.day_gain(position)
             rows.append((False, position_row(position, day), (day, position.total_gain_loss)))
     return rows

@@ -15,7 +15,10 @@ from typing import Any
 import pyotp
 import pytest
 
+from ftdesk.domain.accounts import Account, Position
 from ftdesk.domain.clock import Clock
+from ftdesk.domain.day_pnl import account_day_pnl, day_gain
+from ftdesk.gui.cockpit_rows import DeskSnapshot, rows_of
 from tests.api.test_streaming_api import SseFrame
 from tests.component.test_fidelity_service import API, TOTP_SECRET, Upstream, login, open_sse
 from tests.conftest import RunningService
@@ -391,3 +394,46 @@ async def test_borrow_and_short_figures_are_refused_rather_than_served_from_the_
         assert body["error"]["details"]["reason"] == "SIMULATED_ONLY"
         assert "not Fidelity's" in body["error"]["message"]
     assert not [r.path for r in upstream.fidelity.requests if "borrow" in r.path or "short" in r.path.lower()]
+
+
+async def test_a_position_fidelity_cannot_price_says_so_and_stays_out_of_the_pnl_sums(
+    start_service: Callable[..., Any], start_paper_on_fidelity: StartPaperOnFidelity
+) -> None:
+    simulated = await start_service(live_trading="true")  # the seeded world, with option series it invented
+    await simulated.login()
+    status, accounts = await simulated.call("GET", f"{API}/accounts")
+    seeded: dict[str, dict[str, Any]] = {}
+    for account in accounts["data"]:
+        status, held = await simulated.call("GET", f"{API}/accounts/{account['acct_num']}/positions")
+        options = [p for p in held["data"] if p["security_type"] == "OPTION"]
+        if options:
+            seeded[account["acct_num"]] = options[0]
+    await simulated.runtime.stop()
+    acct, option = next(iter(seeded.items()))
+
+    service, upstream = await start_paper_on_fidelity()  # the same world, on Fidelity's market
+    upstream.mdds.unknown.add(f"-{option['symbol']}")  # a series Fidelity does not list
+    await login(service)
+    status, positions = await service.call("GET", f"{API}/accounts/{acct}/positions")
+    assert status == 200, positions
+    unpriced = next(p for p in positions["data"] if p["symbol"] == option["symbol"])
+    assert "no quote for " + option["symbol"] in unpriced["unpriced_reason"]
+    booked = option["avg_cost_per_share"]
+    assert unpriced["last_price"] == booked and unpriced["market_value"] == option["cost_basis"]  # not 0
+    assert unpriced["total_gain_loss"] == unpriced["todays_gain_loss"] == 0
+    priced = [p for p in positions["data"] if p["symbol"] != option["symbol"]]
+    assert priced and all(p["unpriced_reason"] is None for p in priced)
+
+    held = [Position.model_validate(p) for p in positions["data"]]
+    day = account_day_pnl(acct, held, [], {})
+    assert option["symbol"] in day.uncounted  # the daily loss limit names it rather than count it
+    assert day.held == round(sum(day_gain(p, []) for p in held if p.unpriced_reason is None), 2)
+    desk = DeskSnapshot(
+        accounts=tuple(Account.model_validate(a) for a in accounts["data"] if a["acct_num"] == acct),
+        positions={acct: tuple(held)},
+    )
+    (pnl,) = desk.account_pnl()
+    assert pnl.total == sum(p.total_gain_loss for p in held if p.unpriced_reason is None)
+    (row,) = [cells for _, cells, _ in rows_of(desk) if cells[0] == option["symbol"]]
+    assert row[2] == "no quote" and row[4] == row[5] == "-"
+    assert order_calls(upstream) == []

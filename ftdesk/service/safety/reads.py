@@ -83,9 +83,10 @@ class BrokerReads:
         fills = filled_today(orders, today, fill_times(self._events(), today))
         wanted = [s for s in closed_out_symbols(acct_num, positions, fills) if overnight_closed(acct_num, s, fills)]
         day = account_day_pnl(acct_num, positions, fills, await self._prev_closes(wanted))
-        if day.uncounted:
+        if day.uncounted and (kept is None or list(day.uncounted) != kept[1].uncounted):  # said once, not per read
             log.warning(
-                "Daily loss limit: %s sold today, not counted (no fill price or no previous close)",
+                "Daily loss limit: %s not counted (sold today without a fill price or previous close, or no market"
+                " price)",
                 ", ".join(day.uncounted),
             )
         pnl = AccountPnl(

@@ -42,6 +42,7 @@ class Pos:
     prev_close: Decimal
     today_quantity: Decimal = ZERO  # the part bought (or sold short) in the quoted session
     today_cost_cents: int = 0  # what that part cost at its fill prices, commission included
+    unpriced: str | None = None  # why the market gives no price: then last and prev_close are the booked price
 
     @property
     def day_gain_cents(self) -> int:
@@ -118,10 +119,14 @@ class Book:
 
     def prices(self, symbol: str) -> tuple[Decimal, Decimal]:
         """Return a symbol's last price and previous close (zeros when the market does not quote it)."""
+        return self.quoted(symbol) or (Decimal(0), Decimal(0))
+
+    def quoted(self, symbol: str) -> tuple[Decimal, Decimal] | None:
+        """Return a symbol's last price and previous close, or None when the market does not quote it."""
         try:
             quote = self._market.quote(symbol)
         except NotFound:
-            return Decimal(0), Decimal(0)
+            return None
         last = price_of(quote.last)
         return last, price_of(quote.prev_close) if quote.prev_close is not None else last
 
@@ -157,7 +162,10 @@ class Book:
     def _at_market(self, positions: list[Pos]) -> bool:
         if isinstance(self._market, MarketSimulator):  # its quotes change only with the second, in the key
             return True
-        return all(self.prices(p.symbol) == (p.last, p.prev_close) for p in positions)
+        return all(
+            self.quoted(p.symbol) is None if p.unpriced else self.quoted(p.symbol) == (p.last, p.prev_close)
+            for p in positions
+        )
 
     def _price_positions(self, conn: sqlite3.Connection, acct_num: str) -> list[Pos]:
         # A wash sale's disallowed loss raises a lot's basis for tax, not what its shares cost at the fill.
@@ -170,7 +178,14 @@ class Book:
         ).fetchall()
         result = []
         for r in rows:
-            last, prev = self.prices(r["symbol"])
+            quoted = self.quoted(r["symbol"])
+            unpriced = None
+            if quoted is None:
+                # Not a zero (a -100% loss that never happened) nor a guess: the price it was booked at, flagged.
+                booked = Decimal(int(r["basis"])) / 100 / (shares(r["qty"]) * int(r["mult"]) or 1)
+                quoted = (booked, booked)
+                unpriced = f"The market gives no quote for {r['symbol']}: valued at the price it was booked at"
+            last, prev = quoted
             result.append(
                 Pos(
                     r["symbol"],
@@ -182,6 +197,7 @@ class Book:
                     prev,
                     shares(r["today_qty"]),
                     int(r["today_cost"]),
+                    unpriced,
                 )
             )
         return result

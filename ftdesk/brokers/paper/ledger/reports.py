@@ -71,7 +71,8 @@ class Reports:
         records = []
         for p in positions:
             mv = p.market_value_cents
-            today_gain = p.day_gain_cents
+            today_gain = 0 if p.unpriced else p.day_gain_cents
+            gain = 0 if p.unpriced else mv - p.basis_cents
             chg = p.last - p.prev_close if p.prev_close else Decimal(0)
             records.append(
                 Position(
@@ -88,12 +89,13 @@ class Reports:
                     market_value=dollars(mv),
                     cost_basis=dollars(p.basis_cents),
                     avg_cost_per_share=price_float(Decimal(p.basis_cents) / 100 / (p.quantity * p.multiplier)),
-                    total_gain_loss=dollars(mv - p.basis_cents),
-                    total_gain_loss_pct=pct(mv - p.basis_cents, p.basis_cents),
+                    total_gain_loss=dollars(gain),
+                    total_gain_loss_pct=pct(gain, p.basis_cents),
                     todays_gain_loss=dollars(today_gain),
                     todays_gain_loss_pct=pct(today_gain, p.day_start_cents),
                     holding_pct=pct(abs(mv), total),
                     option=p.instrument.option,
+                    unpriced_reason=p.unpriced,
                 )
             )
         return records
