@@ -8,11 +8,12 @@ gain/loss" (Fidelity's ``todaysGainLoss``) stands in only where the rule cannot 
 price, no previous close). A position the market cannot price (``Position.unpriced_reason``) is left out of
 the sums and named among the uncounted.
 
-Today's trades are today's fills read from the order status: neither broker's order status carries an execution
-time, so an order counts when it executed something and was entered today, is still working, or has a fill event
-today. What this cannot see: an order entered on an earlier day (GTC) that filled today before this run started
-(its fill event is gone); and an order still working that filled in part on an earlier day counts that part as
-today's.
+Commission counts as the order status gives it; fees a broker charges apart from the commission (paper's SEC fee and
+FINRA TAF on sales) are in no order status and are not counted. Today's trades are today's fills read from the order
+status: neither broker's order status carries an execution time, so an order counts when it executed something and was
+entered today, is still working, or has a fill event today. What this cannot see: an order entered on an earlier day
+(GTC) that filled today before this run started (its fill event is gone); and an order still working that filled in
+part on an earlier day counts that part as today's.
 """
 
 from __future__ import annotations
@@ -83,6 +84,18 @@ def trades_today(acct_num: str, symbol: str, fills: Sequence[Order]) -> list[tup
     return trades
 
 
+def commissions_today(acct_num: str, symbol: str, fills: Sequence[Order]) -> float:
+    """Return the commission today's executions of a symbol paid, dollars (what the order status says)."""
+    return sum(
+        order.status_detail.commission
+        for order in fills
+        if order.acct_num == acct_num
+        and not order.order_detail.legs
+        and order.order_detail.symbol.upper() == symbol.upper()
+        and order.status_detail.qty_exec > 0
+    )
+
+
 def _symbol_gain(quantity: float, last: float, prev_close: float, trades: Sequence[tuple[float, float]]) -> float:
     """Return now's worth less the previous close's worth of the shares held overnight less what trades paid in."""
     overnight = quantity - sum(qty for qty, _ in trades)
@@ -98,7 +111,7 @@ def day_gain(position: Position, fills: Sequence[Order]) -> float:
         return position.todays_gain_loss
     multiplier = OPTION_MULTIPLIER if position.security_type is SecurityType.OPTION else 1
     gain = _symbol_gain(position.quantity, position.last_price, position.prev_close_price, trades)
-    return round(gain * multiplier, 2)
+    return round(gain * multiplier - commissions_today(position.acct_num, position.symbol, fills), 2)
 
 
 def closed_out_symbols(acct_num: str, positions: Iterable[Position], fills: Sequence[Order]) -> list[str]:
@@ -154,4 +167,5 @@ def account_day_pnl(
         )
         multiplier = OPTION_MULTIPLIER if option else 1
         closed_out += _symbol_gain(0.0, 0.0, prev_close, trades) * multiplier
+        closed_out -= commissions_today(acct_num, symbol, fills)
     return DayPnl(held=held, closed_out=round(closed_out, 2), uncounted=tuple(uncounted))

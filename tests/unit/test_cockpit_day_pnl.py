@@ -96,3 +96,9 @@ def test_the_brokers_figure_stands_in_only_where_the_rule_cannot_apply() -> None
     assert day_gain(position(3, 657.33, 613.86), [fill("B", 3, None)]) == BROKER_FIGURE  # no fill price
     assert day_gain(position(10, 105.0, 0.0), []) == BROKER_FIGURE  # no previous close
     assert day_gain(position(3, 657.33, 0.0), [fill("B", 3, 658.19)]) == -2.58  # none needed: all bought today
+
+
+def test_the_commission_an_order_status_gives_is_a_cost_of_the_day() -> None:
+    bought = fill("B", 3, 658.19)
+    charged = bought.model_copy(update={"status_detail": bought.status_detail.model_copy(update={"commission": 0.65})})
+    assert day_gain(position(3, 657.33, 613.86), [charged]) == -3.23  # -2.58 less the 0.65 commission

@@ -109,20 +109,20 @@ class Account:
 
 
 class Session:
-    def __init__(self, account: Account) -> None:
+    def __init__(self, account: Any) -> None:
         self.broker = type("Broker", (), {"accounts": account, "orders": account, "quote_feed": account})()
 
     async def run(self, operation: Callable[[Any], Awaitable[Any]]) -> Any:
         return await operation(self.broker)
 
 
-def reads(account: Account, clock: ManualClock) -> BrokerReads:
+def reads(account: Any, clock: ManualClock) -> BrokerReads:
     return BrokerReads(Session(account), quotes=None, clock=clock)  # type: ignore[arg-type]
 
 
-async def check(tmp_path: Path, account: Account, limit: float) -> LossCrossing | None:
+async def check(tmp_path: Path, account: Any, limit: float, clock: ManualClock | None = None) -> LossCrossing | None:
     """Return the crossing a fresh guard with this daily loss limit finds on the account (None: it passes)."""
-    clock = ManualClock(TUESDAY_MORNING)
+    clock = clock or ManualClock(TUESDAY_MORNING)
     data_dir = tmp_path / f"limit-{limit}"
     data_dir.mkdir()
     settings = load_settings({"FTSERVICE_DATA_DIR": str(data_dir), "FTSERVICE_DAILY_LOSS_LIMIT": f"{limit:.2f}"})
@@ -138,9 +138,9 @@ async def check(tmp_path: Path, account: Account, limit: float) -> LossCrossing 
         journal.close()
 
 
-async def assert_boundary(tmp_path: Path, account: Account, loss: float) -> None:
-    assert await check(tmp_path, account, loss) is None  # equal: not crossed
-    crossed = await check(tmp_path, account, round(loss - 0.01, 2))
+async def assert_boundary(tmp_path: Path, account: Any, loss: float, clock: ManualClock | None = None) -> None:
+    assert await check(tmp_path, account, loss, clock) is None  # equal: not crossed
+    crossed = await check(tmp_path, account, round(loss - 0.01, 2), clock)
     assert crossed is not None and crossed.loss == loss and crossed.acct_num == ACCT
 
 
