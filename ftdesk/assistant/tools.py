@@ -13,7 +13,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from ftdesk.client import AsyncClient, FtdeskApiError, ServiceUnreachable, describe_preview
-from ftdesk.client.async_client import parse_answer
+from ftdesk.client.answers import parse_answer
 from ftdesk.client.orders import equity_body, option_body
 from ftdesk.domain.orders import OrderPlacement, OrderPreview
 

@@ -11,9 +11,6 @@ from ftdesk.cli.outcome import OK, REFUSED, UsageError
 from ftdesk.cli.render import Output, money, number, percent, signed
 from ftdesk.client import Client
 from ftdesk.domain.market import ChainExpiration, OptionQuote, OrderBook, Quote
-from ftdesk.domain.orders import OrderStatus
-
-WORKING = frozenset({OrderStatus.OPEN, OrderStatus.PARTIALLY_FILLED, OrderStatus.PENDING_TRIGGER})
 
 
 def account_of(api: Client, args: argparse.Namespace) -> str:
@@ -106,10 +103,14 @@ def balances(api: Client, args: argparse.Namespace, out: Output) -> int:
 
 def orders(api: Client, args: argparse.Namespace, out: Output) -> int:
     """List the account's working and recent orders (``--open``: only the working ones)."""
+    # Only this read needs the order models; the other reads start without them.
+    from ftdesk.domain.orders import OrderStatus
+
+    working = {OrderStatus.OPEN, OrderStatus.PARTIALLY_FILLED, OrderStatus.PENDING_TRIGGER}
     acct = account_of(api, args)
     found = api.get_order_status(acct)
     if args.open:
-        found = [order for order in found if order.status_detail.status in WORKING]
+        found = [order for order in found if order.status_detail.status in working]
     if args.json:
         out.json(found)
         return OK

@@ -12,13 +12,18 @@ import re
 import uuid
 from collections.abc import Mapping
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ftdesk.cli.outcome import DECLINED, OK, REFUSED, UsageError
 from ftdesk.cli.reads import account_of
 from ftdesk.cli.render import Output, number
-from ftdesk.client import Client, describe_preview
-from ftdesk.domain.orders import OrderPlacement, OrderPreview
+from ftdesk.client import Client
+
+if TYPE_CHECKING:
+    from ftdesk.domain.orders import OrderPlacement, OrderPreview
+
+# The order models (and the preview's words) are imported when an order subcommand runs, not when the
+# parser that lists every subcommand is built: a read starts without them.
 
 SIDES: Mapping[str, str] = MappingProxyType(
     {"buy": "buy", "sell": "sell", "short": "sell short", "cover": "buy to cover a short sale"}
@@ -69,6 +74,8 @@ def _placed_words(placement: OrderPlacement) -> str:
 
 def order(api: Client, args: argparse.Namespace, out: Output) -> int:
     """Preview an order, print it as the broker understood it, then place it after a yes (or ``--yes``)."""
+    from ftdesk.client.orders import describe_preview
+
     kind, fields = order_request(args.command, args)
     acct = account_of(api, args)
     preview: OrderPreview = (

@@ -2,71 +2,53 @@
 
 from __future__ import annotations
 
-import functools
 import inspect
 import uuid
-from collections.abc import AsyncGenerator, Awaitable, Callable, Hashable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
 from datetime import date
 from types import TracebackType
-from typing import Any, Self, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Self, TypeVar
 from urllib.parse import quote
 
-import aiohttp
-from pydantic import TypeAdapter
-from pydantic import ValidationError as PydanticValidationError
-
-from ftdesk.client import sse, ws
+from ftdesk.client.answers import parse_answer
 from ftdesk.client.backoff import DEFAULT_RECONNECT_DELAYS, Backoff
 from ftdesk.client.discovery import find_api_key, find_base_url
-from ftdesk.client.errors import FtdeskClientError, ServiceUnreachable, api_error
-from ftdesk.client.models import EventFrame, Health, QuotesAnswer, SessionStatus
-from ftdesk.client.orders import (
-    Confirm,
-    MultiLegPreview,
-    OptionPreview,
-    Show,
-    cancel_body,
-    equity_body,
-    multi_leg_body,
-    option_body,
-    print_preview,
-)
+from ftdesk.client.errors import envelope_data, unreachable
+from ftdesk.client.models import Health, QuotesAnswer, SessionStatus
 from ftdesk.domain.accounts import Account, Balance, Position, Transaction
 from ftdesk.domain.market import OptionChain, OrderBook, Quote
-from ftdesk.domain.orders import (
-    CancelPreview,
-    CancelResult,
-    MultiLegOptionLeg,
-    Order,
-    OrderDetailResult,
-    OrderPlacement,
-    OrderPreview,
-)
-from ftdesk.domain.research import AutosuggestResult
-from ftdesk.domain.safety import HaltOutcome, HaltState, SafetyState
+
+if TYPE_CHECKING:
+    import aiohttp
+
+    from ftdesk.client import sse
+    from ftdesk.client.models import EventFrame
+    from ftdesk.client.orders import Confirm, MultiLegPreview, OptionPreview, Show
+    from ftdesk.domain.orders import (
+        CancelPreview,
+        CancelResult,
+        MultiLegOptionLeg,
+        Order,
+        OrderDetailResult,
+        OrderPlacement,
+        OrderPreview,
+    )
+    from ftdesk.domain.research import AutosuggestResult
+    from ftdesk.domain.safety import HaltOutcome, HaltState, SafetyState
+
+# aiohttp, the streams and the models of orders, safety and research answers are imported where first used: the
+# blocking ``Client`` sends its one-shot requests without aiohttp, and a quote read never builds the order models.
 
 T = TypeVar("T")
-P = TypeVar("P", bound=OrderPreview)
+P = TypeVar("P", bound="OrderPreview")
 API_PREFIX = "/api/v1"
 
 
-@functools.cache
-def _adapter(kind: Any) -> TypeAdapter[Any]:
-    # One adapter per answer type, built on first use (building one costs more than validating an answer).
-    return TypeAdapter(kind)
+def print_preview(preview: OrderPreview) -> None:
+    """Print the preview to stdout (the default way the ``preview_and_place`` helpers show it)."""
+    from ftdesk.client.orders import print_preview as print_it
 
-
-def parse_answer(kind: type[T] | Any, data: Any) -> T:
-    """Validate the ``data`` of an answer into ``kind``; a mismatch is a client error naming the model."""
-    try:
-        # extra="ignore": a field added by a newer service is not this client's concern (the models forbid
-        # unknown fields on the service side, where they would be a typo in a request).
-        result: T = _adapter(cast(Hashable, kind)).validate_python(data, extra="ignore")
-    except PydanticValidationError as exc:
-        raise FtdeskClientError(
-            f"The service's answer does not fit {kind!r} (is the client from another ftdesk version?): {exc}"
-        ) from None
-    return result
+    print_it(preview)
 
 
 class AsyncClient:
@@ -117,6 +99,8 @@ class AsyncClient:
             self._http = None
 
     def _session(self) -> aiohttp.ClientSession:
+        import aiohttp
+
         if self._http is None or self._http.closed:
             self._http = aiohttp.ClientSession(
                 headers={**self._headers, "Authorization": f"Bearer {self._api_key}"},
@@ -135,6 +119,8 @@ class AsyncClient:
         headers: Mapping[str, str] | None = None,
     ) -> Any:
         """Send one request to ``/api/v1<path>`` and return the envelope's ``data``; raise on an error answer."""
+        import aiohttp
+
         url = self.base_url + API_PREFIX + path
         try:
             async with self._session().request(method, url, params=params, json=json, headers=headers) as response:
@@ -144,15 +130,8 @@ class AsyncClient:
                 except ValueError:
                     body = None
         except (aiohttp.ClientError, TimeoutError) as exc:
-            key = (headers or {}).get("Idempotency-Key")
-            unknown = "" if method == "GET" else "; it may have been carried out: check before sending it again"
-            retry = f" (same idempotency_key={key!r} to repeat a place safely)" if key else ""
-            raise ServiceUnreachable(
-                f"{method} {url}: {type(exc).__name__}: {exc}{unknown}{retry}", idempotency_key=key
-            ) from None
-        if response.status >= 400 or not isinstance(body, dict) or body.get("ok") is not True:
-            raise api_error(response.status, body, request_id)
-        return body.get("data")
+            raise unreachable(method, url, headers, exc) from None
+        return envelope_data(response.status, body, request_id)
 
     # --- service and session --------------------------------------------------------------------------------
 
@@ -217,11 +196,15 @@ class AsyncClient:
     async def get_order_status(self, acct: str | None = None) -> list[Order]:
         """List working and recent orders, newest first, of one account or all."""
         params = {"acct": acct} if acct else None
+        from ftdesk.domain.orders import Order
+
         return parse_answer(list[Order], await self.request("GET", "/orders/status", params=params))
 
     async def get_order_detail(self, conf_num: str, acct: str | None = None) -> OrderDetailResult:
         """Return one order's detail (and its conditional relatives)."""
         params = {"acct": acct} if acct else None
+        from ftdesk.domain.orders import OrderDetailResult
+
         return parse_answer(OrderDetailResult, await self.request("GET", f"/orders/{conf_num}/detail", params=params))
 
     async def preview_equity_order(
@@ -237,7 +220,11 @@ class AsyncClient:
         tif: str = "D",
     ) -> OrderPreview:
         """Preview an equity order (B buy, S sell, SS sell short, BC buy to cover); nothing is sent."""
+        from ftdesk.client.orders import equity_body
+
         body = equity_body(acct, symbol, action, qty, price_type, limit_price, stop_price, tif)
+        from ftdesk.domain.orders import OrderPreview
+
         return parse_answer(OrderPreview, await self.request("POST", "/orders/equity/preview", json=body))
 
     async def place_equity_order(
@@ -255,6 +242,8 @@ class AsyncClient:
         idempotency_key: str | None = None,
     ) -> OrderPlacement:
         """Place a previewed equity order: the preview's fields, unchanged, and its ``conf_num``."""
+        from ftdesk.client.orders import equity_body
+
         body = equity_body(acct, symbol, action, qty, price_type, limit_price, stop_price, tif, conf_num=conf_num)
         return await self._place("/orders/equity/place", body, idempotency_key)
 
@@ -272,7 +261,11 @@ class AsyncClient:
         position_intent: str | None = None,
     ) -> OptionPreview:
         """Preview a single-leg option order (BC buy call, SC sell call, BP buy put, SP sell put)."""
+        from ftdesk.client.orders import option_body
+
         body = option_body(acct, symbol, action, qty, price_type, limit_price, stop_price, tif, position_intent)
+        from ftdesk.client.orders import OptionPreview
+
         return parse_answer(OptionPreview, await self.request("POST", "/orders/option/preview", json=body))
 
     async def place_option_order(
@@ -291,6 +284,8 @@ class AsyncClient:
         idempotency_key: str | None = None,
     ) -> OrderPlacement:
         """Place a previewed single-leg option order with the preview's ``conf_num``."""
+        from ftdesk.client.orders import option_body
+
         body = option_body(
             acct, symbol, action, qty, price_type, limit_price, stop_price, tif, position_intent, conf_num=conf_num
         )
@@ -308,10 +303,14 @@ class AsyncClient:
         tif: str = "D",
     ) -> MultiLegPreview:
         """Preview a multi-leg option order (2 to 4 legs on one underlying); the preview lists each leg."""
+        from ftdesk.client.orders import multi_leg_body
+
         body = multi_leg_body(acct, underlying, legs, price_type, net_price, debit_credit, tif)
         answer = await self.request("POST", "/orders/options/preview", json=body)
         # The service lists each leg as the broker understood it, and that wins; the legs sent stand in only for
         # an older service whose answer named just the underlying.
+        from ftdesk.client.orders import MultiLegPreview
+
         return parse_answer(MultiLegPreview, {"legs": body["legs"], **answer} if isinstance(answer, dict) else answer)
 
     async def place_multileg_order(
@@ -328,22 +327,34 @@ class AsyncClient:
         idempotency_key: str | None = None,
     ) -> OrderPlacement:
         """Place a previewed multi-leg option order with the preview's ``conf_num``."""
+        from ftdesk.client.orders import multi_leg_body
+
         body = multi_leg_body(acct, underlying, legs, price_type, net_price, debit_credit, tif, conf_num=conf_num)
         return await self._place("/orders/options/place", body, idempotency_key)
 
     async def _place(self, path: str, body: dict[str, Any], idempotency_key: str | None) -> OrderPlacement:
         # A fresh Idempotency-Key per place: a retry by the caller with the same key never places twice.
         headers = {"Idempotency-Key": idempotency_key or uuid.uuid4().hex}
+        from ftdesk.domain.orders import OrderPlacement
+
         return parse_answer(OrderPlacement, await self.request("POST", path, json=body, headers=headers))
 
     async def preview_cancel_order(self, conf_num: str, acct: str, action_code: str) -> CancelPreview:
         """Say what canceling an order would do (never required before a cancel)."""
+        from ftdesk.client.orders import cancel_body
+
         body = cancel_body(acct, action_code)
+        from ftdesk.domain.orders import CancelPreview
+
         return parse_answer(CancelPreview, await self.request("POST", f"/orders/{conf_num}/cancel/preview", json=body))
 
     async def cancel_order(self, conf_num: str, acct: str, action_code: str) -> CancelResult:
         """Cancel a working order; ``action_code`` is its side (B or S) or its own action code."""
+        from ftdesk.client.orders import cancel_body
+
         body = cancel_body(acct, action_code)
+        from ftdesk.domain.orders import CancelResult
+
         return parse_answer(CancelResult, await self.request("POST", f"/orders/{conf_num}/cancel", json=body))
 
     async def preview_and_place(
@@ -495,14 +506,20 @@ class AsyncClient:
     async def halt(self, reason: str | None = None) -> HaltOutcome:
         """Pull the kill switch: refuse every preview and place, turn live trading off, cancel every working order."""
         body = {"reason": reason} if reason is not None else None
+        from ftdesk.domain.safety import HaltOutcome
+
         return parse_answer(HaltOutcome, await self.request("POST", "/safety/halt", json=body))
 
     async def resume(self) -> HaltState:
         """Lift the kill switch (live trading stays off until the trader turns it on in the tray)."""
+        from ftdesk.domain.safety import HaltState
+
         return parse_answer(HaltState, await self.request("POST", "/safety/resume"))
 
     async def get_safety(self) -> SafetyState:
         """Report the kill switch, the live switch and its last change, the risk limits and their usage."""
+        from ftdesk.domain.safety import SafetyState
+
         return parse_answer(SafetyState, await self.request("GET", "/safety"))
 
     # --- market data ------------------------------------------------------------------------------------------
@@ -520,12 +537,18 @@ class AsyncClient:
 
     async def search_symbols(self, text: str) -> AutosuggestResult:
         """Return symbols matching ``text`` as a symbol or name prefix, best match first."""
+        from ftdesk.domain.research import AutosuggestResult
+
         return parse_answer(AutosuggestResult, await self.request("GET", "/research/search", params={"q": text}))
 
     def _backoff(self) -> Backoff:
         return Backoff(self._reconnect_delays)
 
     def _sse_opener(self, path: str, params: Mapping[str, str]) -> sse.Opener:
+        import aiohttp
+
+        from ftdesk.client import sse
+
         url = self.base_url + API_PREFIX + path
         timeout = aiohttp.ClientTimeout(total=None, sock_connect=self._timeout, sock_read=sse.READ_TIMEOUT)
 
@@ -541,6 +564,8 @@ class AsyncClient:
 
         Stop with ``break`` or ``await iterator.aclose()``. With ``depth=True`` order books come too.
         """
+        from ftdesk.client import sse
+
         params = {"symbols": ",".join(symbols), **({"depth": "true"} if depth else {})}
         return sse.quote_frames(self._sse_opener("/streaming/quotes", params), self._backoff(), depth=depth)
 
@@ -549,8 +574,12 @@ class AsyncClient:
 
         Pass ``last_event_id`` (an earlier ``EventFrame.id``) to replay what the service still buffers after it.
         """
+        from ftdesk.client import sse
+
         return sse.event_frames(self._sse_opener("/streaming/events", {}), self._backoff(), last_event_id)
 
     def ws_quotes(self, symbols: Sequence[str], *, depth: bool = False) -> AsyncGenerator[Quote | OrderBook, None]:
         """Iterate over live quotes from the WebSocket ``/api/v1/ws/quotes``; re-subscribes after a reconnect."""
+        from ftdesk.client import ws
+
         return ws.async_ws_quotes(self.base_url, self._api_key, list(symbols), self._backoff(), depth=depth)

@@ -143,3 +143,18 @@ def api_error(status: int, envelope: Any, request_id: str | None) -> FtdeskApiEr
     return family(
         code, str(error.get("message") or ""), status=status, details=error.get("details"), request_id=request_id
     )
+
+
+def unreachable(method: str, url: str, headers: Mapping[str, str] | None, exc: BaseException) -> ServiceUnreachable:
+    """Return the error for a request that got no answer; a request that changes something may have been done."""
+    key = (headers or {}).get("Idempotency-Key")
+    unknown = "" if method == "GET" else "; it may have been carried out: check before sending it again"
+    retry = f" (same idempotency_key={key!r} to repeat a place safely)" if key else ""
+    return ServiceUnreachable(f"{method} {url}: {type(exc).__name__}: {exc}{unknown}{retry}", idempotency_key=key)
+
+
+def envelope_data(status: int, body: Any, request_id: str | None) -> Any:
+    """Return the ``data`` of a successful answer's envelope; raise the error an error answer stands for."""
+    if status >= 400 or not isinstance(body, dict) or body.get("ok") is not True:
+        raise api_error(status, body, request_id)
+    return body.get("data")

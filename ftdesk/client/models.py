@@ -9,12 +9,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, Field
 
-from ftdesk.domain.events import AccountEvent
 from ftdesk.domain.market import Quote
 from ftdesk.domain.session import SessionState
+
+if TYPE_CHECKING:  # EventFrame is a dataclass: its field types are not evaluated, so a quote read skips events
+    from ftdesk.domain.events import AccountEvent
 
 
 class Health(BaseModel):

@@ -1,116 +1,47 @@
 """``Client``: the blocking face of ``AsyncClient``, for scripts and notebooks.
 
-It runs an ``AsyncClient`` on a private event loop in a daemon thread, so it needs no second HTTP library,
-behaves exactly like the async client (same requests, models and errors), and works even where an event loop
-is already running in the caller's thread (Jupyter). The quote WebSocket uses ``websockets.sync``.
+Each call runs the async client's own method (same requests, models and errors) with its request sent by the
+standard library's ``http.client`` (``ftdesk.client.oneshot``): no event loop, no thread and no aiohttp, so a
+script starts fast and works where an event loop is already running in the caller's thread (Jupyter). The SSE
+streams run an ``AsyncClient`` on a private event loop in a daemon thread, started when the first stream opens;
+the quote WebSocket uses ``websockets.sync``.
 """
 
 from __future__ import annotations
 
-import asyncio
 import threading
-from collections.abc import AsyncGenerator, Awaitable, Callable, Coroutine, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from datetime import date
 from types import TracebackType
-from typing import Any, Generic, Self, TypeVar
+from typing import TYPE_CHECKING, Any, Self, TypeVar
 
-from ftdesk.client import ws
-from ftdesk.client.async_client import AsyncClient
+from ftdesk.client.async_client import AsyncClient, print_preview
 from ftdesk.client.backoff import DEFAULT_RECONNECT_DELAYS, Backoff
-from ftdesk.client.models import EventFrame, Health, QuotesAnswer, SessionStatus
-from ftdesk.client.orders import MultiLegPreview, OptionPreview, Show, print_preview
-from ftdesk.domain.accounts import Account, Balance, Position, Transaction
-from ftdesk.domain.market import OptionChain, OrderBook, Quote
-from ftdesk.domain.orders import (
-    CancelPreview,
-    CancelResult,
-    MultiLegOptionLeg,
-    Order,
-    OrderDetailResult,
-    OrderPlacement,
-    OrderPreview,
-)
-from ftdesk.domain.research import AutosuggestResult
-from ftdesk.domain.safety import HaltOutcome, HaltState, SafetyState
+from ftdesk.client.iterators import StreamIterator, WsIterator, awaited
+from ftdesk.client.oneshot import OneShotClient, finish
+
+if TYPE_CHECKING:
+    import asyncio
+
+    from ftdesk.client.models import EventFrame, Health, QuotesAnswer, SessionStatus
+    from ftdesk.client.orders import MultiLegPreview, OptionPreview, Show
+    from ftdesk.domain.accounts import Account, Balance, Position, Transaction
+    from ftdesk.domain.market import OptionChain, OrderBook, Quote
+    from ftdesk.domain.orders import (
+        CancelPreview,
+        CancelResult,
+        MultiLegOptionLeg,
+        Order,
+        OrderDetailResult,
+        OrderPlacement,
+        OrderPreview,
+    )
+    from ftdesk.domain.research import AutosuggestResult
+    from ftdesk.domain.safety import HaltOutcome, HaltState, SafetyState
 
 T = TypeVar("T")
-P = TypeVar("P", bound=OrderPreview)
-SyncConfirm = Callable[[OrderPreview], bool]
-Item = TypeVar("Item")
-
-
-async def _awaited(awaitable: Awaitable[T]) -> T:
-    return await awaitable
-
-
-class StreamIterator(Generic[Item]):
-    """A blocking iterator over one of the async client's streams; ``close()`` (or ``with``) stops it."""
-
-    def __init__(
-        self,
-        run: Callable[[Awaitable[Any]], Any],
-        client_closed: Callable[[], bool],
-        source: AsyncGenerator[Item, None],
-    ) -> None:
-        self._run = run  # the client's blocking runner (its loop thread)
-        self._client_closed = client_closed
-        self._source = source
-        self._closed = False
-
-    def __iter__(self) -> Self:
-        return self
-
-    def __next__(self) -> Item:
-        if self._closed:
-            raise StopIteration
-        try:
-            item: Item = self._run(anext(self._source))
-            return item
-        except StopAsyncIteration:
-            self._closed = True
-            raise StopIteration from None
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()
-
-    def close(self) -> None:
-        """End the stream and its connection."""
-        if not self._closed:
-            self._closed = True
-            if not self._client_closed():
-                self._run(self._source.aclose())
-
-
-class WsIterator(Generic[Item]):
-    """A blocking iterator over the quote WebSocket; ``close()`` (or ``with``) stops it."""
-
-    def __init__(self, source: Iterator[Item]) -> None:
-        self._source = source
-
-    def __iter__(self) -> Self:
-        return self
-
-    def __next__(self) -> Item:
-        return next(self._source)
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()
-
-    def close(self) -> None:
-        """Close the WebSocket (the generator's ``with`` block closes it)."""
-        close = getattr(self._source, "close", None)
-        if close is not None:
-            close()
+P = TypeVar("P", bound="OrderPreview")
+SyncConfirm = Callable[["OrderPreview"], bool]
 
 
 class Client:
@@ -127,12 +58,12 @@ class Client:
         timeout: float = 30.0,
         reconnect_delays: Sequence[float] = DEFAULT_RECONNECT_DELAYS,
     ) -> None:
-        self._async = AsyncClient(base_url, api_key, timeout=timeout, reconnect_delays=reconnect_delays)
+        self._async = OneShotClient(base_url, api_key, timeout=timeout, reconnect_delays=reconnect_delays)
         self.base_url = self._async.base_url
+        self._timeout = timeout
         self._reconnect_delays = tuple(reconnect_delays)
-        self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self._loop.run_forever, name="ftdesk-client", daemon=True)
-        self._thread.start()
+        self._streams: tuple[AsyncClient, asyncio.AbstractEventLoop, threading.Thread] | None = None
+        self._streams_lock = threading.Lock()
         self.closed = False
 
     def __repr__(self) -> str:
@@ -147,22 +78,52 @@ class Client:
         self.close()
 
     def close(self) -> None:
-        """Close the connections and stop the client's thread."""
+        """Close the streams' connections and stop their thread (one-shot requests hold no connection)."""
         if self.closed:
             return
-        self._run(self._async.aclose())
-        self._run(self._loop.shutdown_asyncgens())  # streams left open end here, closing their connections
+        if self._streams is not None:
+            streamer, loop, thread = self._streams
+            self._on_loop(streamer.aclose())
+            self._on_loop(loop.shutdown_asyncgens())  # streams left open end here, closing their connections
+            loop.call_soon_threadsafe(loop.stop)
+            thread.join(timeout=5)
+            loop.close()
         self.closed = True
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join(timeout=5)
-        self._loop.close()
 
     def _run(self, awaitable: Awaitable[T]) -> T:
+        # One of the one-shot client's coroutines: its request blocks in this thread and it ends in one step.
         if self.closed:
             if isinstance(awaitable, Coroutine):
                 awaitable.close()
             raise RuntimeError("The client is closed")
-        return asyncio.run_coroutine_threadsafe(_awaited(awaitable), self._loop).result()
+        return finish(awaitable)
+
+    def _streamer(self) -> AsyncClient:
+        # The streams' async client and its loop thread, made when the first stream opens.
+        with self._streams_lock:
+            if self._streams is None:
+                import asyncio
+
+                streamer = AsyncClient(
+                    self.base_url,
+                    self._async.api_key,
+                    timeout=self._timeout,
+                    reconnect_delays=self._reconnect_delays,
+                )
+                loop = asyncio.new_event_loop()
+                thread = threading.Thread(target=loop.run_forever, name="ftdesk-client", daemon=True)
+                thread.start()
+                self._streams = (streamer, loop, thread)
+            return self._streams[0]
+
+    def _on_loop(self, awaitable: Awaitable[T]) -> T:
+        if self.closed or self._streams is None:
+            if isinstance(awaitable, Coroutine):
+                awaitable.close()
+            raise RuntimeError("The client is closed")
+        import asyncio
+
+        return asyncio.run_coroutine_threadsafe(awaited(awaitable), self._streams[1]).result()
 
     # --- service and session --------------------------------------------------------------------------------
 
@@ -564,14 +525,17 @@ class Client:
 
     def stream_quotes(self, symbols: Sequence[str], *, depth: bool = False) -> StreamIterator[Quote | OrderBook]:
         """Iterate over live quotes (SSE); reconnects by itself. Use ``with`` or ``close()`` to stop."""
-        return StreamIterator(self._run, lambda: self.closed, self._async.stream_quotes(symbols, depth=depth))
+        source = self._streamer().stream_quotes(symbols, depth=depth)
+        return StreamIterator(self._on_loop, lambda: self.closed, source)
 
     def stream_events(self, last_event_id: int | None = None) -> StreamIterator[EventFrame]:
         """Iterate over account events (SSE), resuming after a drop with ``Last-Event-ID``."""
-        return StreamIterator(self._run, lambda: self.closed, self._async.stream_events(last_event_id))
+        return StreamIterator(self._on_loop, lambda: self.closed, self._streamer().stream_events(last_event_id))
 
     def ws_quotes(self, symbols: Sequence[str], *, depth: bool = False) -> WsIterator[Quote | OrderBook]:
         """Iterate over live quotes from the WebSocket (``websockets.sync``); re-subscribes after a reconnect."""
+        from ftdesk.client import ws
+
         source = ws.sync_ws_quotes(
             self.base_url, self._async.api_key, list(symbols), Backoff(self._reconnect_delays), depth=depth
         )

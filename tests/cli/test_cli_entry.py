@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import sys
 from pathlib import Path
@@ -55,6 +56,79 @@ async def test_a_piped_buy_in_a_real_process_places_nothing_and_loads_no_qt(star
     async with AsyncClient(service.base_url, service.api_key) as api:
         journal = await api.request("GET", "/orders/journal")
     assert [e["action"] for e in journal] == ["preview"]
+
+
+# Run one subcommand as the console script does; the last line on stderr is every module the process loaded.
+MODULES_PROBE = """
+import json, sys
+from ftdesk.cli.entry import main
+code = main(sys.argv[1:])
+print("MODULES", json.dumps(sorted(sys.modules)), file=sys.stderr)
+sys.exit(code)
+"""
+
+# What a read leaves unloaded: Qt and the app; aiohttp (its client and its server: a one-shot request is sent by
+# the standard library); the event loop; the streams; and the order models and the preview's words.
+NOT_FOR_A_READ = (
+    "PySide6",
+    "qasync",
+    "ftdesk.app",
+    "ftdesk.service",
+    "ftdesk.brokers",
+    "aiohttp",
+    "asyncio",
+    "websockets",
+    "ftdesk.client.sse",
+    "ftdesk.client.ws",
+    "ftdesk.client.orders",
+    "ftdesk.domain.orders",
+    "ftdesk.domain.order_actions",
+    "ftdesk.domain.events",
+)
+
+
+async def run_in_a_process(service, *argv: str) -> tuple[int, str, list[str]]:
+    """Run ``ftdesk *argv`` in a new process; return its exit code, its stdout and the modules it loaded."""
+    env = {**os.environ, "FTSERVICE_API_KEY": service.api_key, "PYTHONPATH": str(ROOT)}
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-c",
+        MODULES_PROBE,
+        *argv,
+        "--url",
+        service.base_url,
+        env=env,
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await proc.communicate()
+    *said, last = err.decode().strip().splitlines()
+    assert last.startswith("MODULES "), err.decode()
+    assert proc.returncode is not None
+    return proc.returncode, out.decode() + "\n".join(said), json.loads(last.removeprefix("MODULES "))
+
+
+def loaded_of(modules: list[str], names: tuple[str, ...]) -> list[str]:
+    """Return which of ``names`` (a module or any of its submodules) are among ``modules``."""
+    return sorted({name for name in names for m in modules if m == name or m.startswith(name + ".")})
+
+
+async def test_a_read_in_a_real_process_loads_no_qt_aiohttp_event_loop_nor_order_models(start_service) -> None:
+    service = await start_service(clock=ManualClock())
+    async with AsyncClient(service.base_url, service.api_key) as api:
+        await api.login("trader", "paper-pass")
+    code, out, modules = await run_in_a_process(service, "quote", "AAPL", "KO")
+    assert code == 0, out
+    assert "AAPL" in out and "KO" in out
+    assert loaded_of(modules, NOT_FOR_A_READ) == []
+    code, out, modules = await run_in_a_process(service, "status")
+    assert code == 0, out
+    assert loaded_of(modules, NOT_FOR_A_READ) == []
+    # The same probe sees the order models once a subcommand needs them: the checks above can fail.
+    code, out, modules = await run_in_a_process(service, "orders", "--open")
+    assert code == 0, out
+    assert "ftdesk.domain.orders" in loaded_of(modules, NOT_FOR_A_READ)
 
 
 def test_the_apps_own_flags_still_reach_the_app(capsys) -> None:

@@ -225,3 +225,62 @@ async def test_a_place_whose_answer_never_came_says_so_with_its_idempotency_key(
             assert len(await api.get_order_status(acct)) == 1, "the same key never places twice"
     finally:
         await proxy.close()
+
+
+async def test_the_sync_client_says_a_place_whose_answer_never_came_may_be_done(start_service) -> None:
+    service = await start_service(clock=ManualClock(), live_trading="true")
+    port = URL(service.base_url).port
+    assert port is not None
+    proxy = CuttingProxy(port)
+    url = await proxy.start()
+    loop = asyncio.get_running_loop()
+
+    def script() -> tuple[ServiceUnreachable, str, str, int]:
+        with Client(url, service.api_key) as api:
+            api.login("trader", "paper-pass")
+            acct = next(a.acct_num for a in api.list_accounts() if a.acct_type is AccountType.INDIVIDUAL)
+            preview = api.preview_equity_order(acct, "AAPL", "B", 1)
+            asyncio.run_coroutine_threadsafe(refuse(True), loop).result()  # the place never gets an answer
+            with pytest.raises(ServiceUnreachable) as lost:
+                api.place_equity_order(acct, "AAPL", "B", 1, conf_num=preview.conf_num, idempotency_key="k-2")
+            asyncio.run_coroutine_threadsafe(refuse(False), loop).result()
+            placed = api.place_equity_order(acct, "AAPL", "B", 1, conf_num=preview.conf_num, idempotency_key="k-2")
+            again = api.place_equity_order(acct, "AAPL", "B", 1, conf_num=preview.conf_num, idempotency_key="k-2")
+            return lost.value, placed.conf_num, again.conf_num, len(api.get_order_status(acct))
+
+    async def refuse(refusing: bool) -> None:
+        proxy.refusing = refusing
+
+    try:
+        lost, placed, again, orders = await asyncio.to_thread(script)
+    finally:
+        await proxy.close()
+    assert lost.idempotency_key == "k-2" and "check before sending it again" in str(lost)
+    assert str(lost).startswith(f"POST {url}/api/v1/orders/equity/place: ")
+    assert again == placed and orders == 1, "the same key never places twice"
+
+
+async def test_the_sync_client_gives_up_on_a_service_that_never_answers() -> None:
+    # A socket that accepts and never answers: the request ends at the client's timeout, as unreachable.
+    accepted = asyncio.Event()
+
+    async def accept(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        accepted.set()
+        await reader.read()  # until the client gives up and closes
+        writer.close()
+
+    server = await asyncio.start_server(accept, "127.0.0.1", 0)
+    url = f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}"
+
+    def script() -> ServiceUnreachable:
+        with Client(url, "some-key-0123456789abcdef", timeout=0.3) as api, pytest.raises(ServiceUnreachable) as lost:
+            api.get_health()
+        return lost.value
+
+    try:
+        lost = await asyncio.to_thread(script)
+    finally:
+        server.close()
+        await server.wait_closed()
+    assert accepted.is_set()
+    assert str(lost).startswith(f"GET {url}/api/v1/health: TimeoutError") and "carried out" not in str(lost)

@@ -21,7 +21,12 @@ FORBIDDEN = ("PySide6", "qasync", "ftdesk.service", "ftdesk.brokers", "ftdesk.gu
 
 
 def test_importing_the_client_imports_no_qt_server_or_broker() -> None:
-    code = "import sys, json, ftdesk.client; print(json.dumps(sorted(sys.modules)))"
+    # Every public name (each loads its module on first use) and the streams' modules.
+    code = (
+        "import sys, json, ftdesk.client, ftdesk.client.sse, ftdesk.client.ws\n"
+        "for name in ftdesk.client.__all__: getattr(ftdesk.client, name)\n"
+        "print(json.dumps(sorted(sys.modules)))"
+    )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60)
     loaded = json.loads(result.stdout)
     offending = [m for m in loaded if any(m == f or m.startswith(f + ".") for f in FORBIDDEN)]
