@@ -11,8 +11,6 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlsplit
 
-from cryptography.fernet import Fernet
-
 
 class InvalidValue(ValueError):
     """Raised by a parser; the message says what the setting accepts."""
@@ -109,6 +107,8 @@ def parse_fernet_key(raw: Any) -> str | None:
     text = str(raw).strip()
     if not text:
         return None
+    from cryptography.fernet import Fernet  # only when a key is set: reading settings skips its ~10 ms import
+
     try:
         Fernet(text.encode())
     except (ValueError, TypeError):
