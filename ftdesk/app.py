@@ -448,13 +448,25 @@ def run_tray(settings: Settings, redactor: SecretRedactor) -> int:
     return run_gui(control, install_stop_signals=_install_stop_signals, login_item=login_item_for_platform())
 
 
+HELP_EPILOG = """\
+Settings come from FTSERVICE_* environment variables and settings.json in the
+data dir (see the README).
+
+Subcommands talk to the running service (ftdesk SUBCOMMAND --help; docs/cli.md):
+  quote, positions, balances, orders, chain, status, stream   read (--json for scripts)
+  buy, sell, short, cover, cancel                             trade: each order previews first, then asks
+  halt, resume                                                the kill switch
+  mcp                                                         serve an AI assistant (docs/assistant.md)
+"""
+"""The help's closing lines, written out by hand so no subcommand's name is broken across lines."""
+
+
 def _parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="ftdesk",
         description="Your brokerage account behind a local REST, SSE and WebSocket API on 127.0.0.1:8787.",
-        epilog="Settings come from FTSERVICE_* environment variables and settings.json in the data dir "
-        "(see the README). Subcommands talk to the running service: ftdesk quote|positions|balances|orders|chain|"
-        "status|buy|sell|short|cover|cancel|halt|resume|stream|mcp (ftdesk quote --help; docs/cli.md).",
+        epilog=HELP_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--headless", action="store_true", help="serve the API without the tray (no display needed)")
     parser.add_argument("--print-api-key", action="store_true", help="print the API key and exit")

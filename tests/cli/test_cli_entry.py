@@ -146,3 +146,11 @@ def test_a_console_script_made_before_the_cli_entry_still_runs_subcommands(capsy
 
     assert app_main(["quote", "--help"]) == 0
     assert capsys.readouterr().out.startswith("usage: ftdesk quote")
+
+
+def test_the_apps_help_names_every_subcommand_whole(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["--help"])
+    assert exited.value.code == 0
+    words = set(capsys.readouterr().out.replace(",", " ").split())
+    assert not SUBCOMMANDS - words, sorted(SUBCOMMANDS - words)
