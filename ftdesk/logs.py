@@ -41,6 +41,10 @@ def log_safe(value: object, limit: int = 300) -> str:
     text = value if isinstance(value, str) else str(value)
     if len(text) > limit:
         text = f"{text[:limit]}... ({len(text)} characters)"
+    # Nothing to escape in printable text (every character _CONTROL matches is unprintable): the usual case,
+    # an access line's method and path, skips the regex.
+    if text.isprintable():
+        return text
     return _CONTROL.sub(_escaped, text)
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import contextlib
 import math
 from collections.abc import Iterator
-from contextvars import ContextVar
+from contextvars import ContextVar, Token
 from dataclasses import dataclass
 
 
@@ -59,15 +59,24 @@ class FreshnessRecord:
 _RECORD: ContextVar[FreshnessRecord | None] = ContextVar("ftdesk_freshness", default=None)
 
 
-@contextlib.contextmanager
-def collecting() -> Iterator[FreshnessRecord]:
-    """Collect what the code run inside reports, in a record of its own."""
-    record = FreshnessRecord()
-    token = _RECORD.set(record)
-    try:
-        yield record
-    finally:
-        _RECORD.reset(token)
+class collecting:  # a lower-case name: it reads as the function it was, ``with collecting() as record``
+    """Collect what the code run inside reports, in a record of its own.
+
+    A class rather than a generator context manager: it is entered on every read request, and this costs a
+    third of ``contextlib``'s generator.
+    """
+
+    __slots__ = ("_record", "_token")
+    _record: FreshnessRecord
+    _token: Token[FreshnessRecord | None]
+
+    def __enter__(self) -> FreshnessRecord:
+        self._record = FreshnessRecord()
+        self._token = _RECORD.set(self._record)
+        return self._record
+
+    def __exit__(self, *_exc: object) -> None:
+        _RECORD.reset(self._token)
 
 
 @contextlib.contextmanager

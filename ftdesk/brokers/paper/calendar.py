@@ -143,6 +143,7 @@ _DAYLIGHT = timedelta(hours=-4)
 _HOUR = timedelta(hours=1)
 
 
+@functools.lru_cache(maxsize=64)  # pure, and asked on every conversion to New York time (every priced read)
 def _dst_local_bounds(year: int) -> tuple[datetime, datetime]:
     """Return the naive local start and end (both at 02:00 on the clock then in force) of DST."""
     if year >= 2007:

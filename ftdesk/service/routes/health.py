@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import functools
+
 from pydantic import Field
 
-from ftdesk.service.context import CONTEXT
-from ftdesk.service.web.envelope import PlainJsonModel
+from ftdesk.service.context import CONTEXT, ServiceContext
+from ftdesk.service.web.envelope import JsonText, PlainJsonModel
 from ftdesk.service.web.routing import Call, RouteTable
 
 routes = RouteTable(tag="health")
@@ -40,23 +42,66 @@ class Health(PlainJsonModel):  # uptime is rounded to the millisecond: plain dec
     )
 
 
+_UPTIME = '"uptime_seconds":'
+
+
+@functools.lru_cache(maxsize=16)
+def health_json_around_uptime(
+    version: str,
+    broker: str,
+    paper_market: str | None,
+    mode: str,
+    live_trading: bool,
+    halted: bool,
+    api_key_required: bool,
+    problems: tuple[str, ...],
+) -> tuple[str, str]:
+    """Return the Health JSON before and after the uptime's value, made by pydantic once per state.
+
+    A memo of a pure function (the same arguments, the same text), not state: a probe's answer changes only
+    in its uptime between two changes of state, so only the uptime is written per request. Every string
+    field comes before the uptime, escaped, so the first ``"uptime_seconds":`` is the key itself.
+    """
+    text = Health(
+        status="ok",
+        service="ftdesk",
+        version=version,
+        broker=broker,
+        paper_market=paper_market,
+        mode=mode,
+        live_trading=live_trading,
+        halted=halted,
+        api_key_required=api_key_required,
+        uptime_seconds=0.0,
+        problems=list(problems),
+    ).model_dump_json()
+    before, _, after = text.partition(_UPTIME + "0.0")
+    return before + _UPTIME, after
+
+
+def health_json(ctx: ServiceContext) -> JsonText:
+    """Return the Health answer's JSON: byte for byte ``Health(...).model_dump_json()`` of the service's state."""
+    broker = ctx.broker.name
+    settings = ctx.settings
+    before, after = health_json_around_uptime(
+        ctx.version,
+        broker,
+        settings.paper_market if broker == "paper" else None,
+        settings.trading_mode,
+        ctx.live.enabled,
+        ctx.safety.halted,
+        settings.api_key_required,
+        tuple(ctx.safety.problems),
+    )
+    # repr of a float rounded to the millisecond is pydantic's JSON of it: plain decimal, shortest round trip
+    # (an exponent only below 1e-4 or from 1e16 s on, which a rounded uptime never is).
+    return JsonText(before + repr(round(ctx.clock.monotonic() - ctx.started_monotonic, 3)) + after)
+
+
 @routes.get("/health", summary="Service health", response=Health, api_key=False)
-async def get_health(call: Call[None, None]) -> Health:
+async def get_health(call: Call[None, None]) -> JsonText:
     """Say that the service is up, which broker it fronts, whether live trading is on and whether trading is halted.
 
     Needs no API key.
     """
-    ctx = call.app[CONTEXT]
-    return Health(
-        status="ok",
-        service="ftdesk",
-        version=ctx.version,
-        broker=ctx.broker.name,
-        paper_market=ctx.settings.paper_market if ctx.broker.name == "paper" else None,
-        mode=ctx.settings.trading_mode,
-        live_trading=ctx.live.enabled,
-        halted=ctx.safety.halted,
-        api_key_required=ctx.settings.api_key_required,
-        uptime_seconds=round(ctx.clock.monotonic() - ctx.started_monotonic, 3),
-        problems=list(ctx.safety.problems),
-    )
+    return health_json(call.app[CONTEXT])

@@ -22,6 +22,15 @@ class PlainJsonModel(BaseModel):
     """
 
 
+class JsonText(str):
+    """A response's data already written as JSON (by pydantic, as an envelope's ``json.dumps`` would write it).
+
+    The envelope puts it in as it is; made for answers whose text is built once and reused (``/health``).
+    """
+
+    __slots__ = ()
+
+
 def _to_jsonable(data: Any) -> Any:
     if isinstance(data, BaseModel):
         return data.model_dump(mode="json")
@@ -42,7 +51,9 @@ def _json_text(data: Any) -> str:
 
 def ok_response(data: Any, *, status: int = 200, headers: dict[str, str] | None = None) -> web.Response:
     """Return a success envelope (a ``SharedList``'s JSON text is made once, for every caller it goes to)."""
-    if isinstance(data, PlainJsonModel):
+    if isinstance(data, JsonText):
+        body = '{"ok":true,"data":' + data + ',"error":null}'
+    elif isinstance(data, PlainJsonModel):
         body = '{"ok":true,"data":' + data.model_dump_json() + ',"error":null}'
     elif isinstance(data, SharedList):
         # The same text json.dumps makes of the whole envelope: these separators, keys in this order.
