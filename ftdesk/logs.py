@@ -84,8 +84,10 @@ class OneRecordPerLineFormatter(logging.Formatter):
 
     def formatMessage(self, record: logging.LogRecord) -> str:
         """Return the record's line with its message made safe."""
-        message = _CONTROL_BUT_NEWLINE.sub(_escaped, record.message)
-        record.message = message.replace("\n", _CONTINUATION)
+        message = record.message
+        if not message.isprintable():  # printable: no control character, no line break (most lines)
+            message = _CONTROL_BUT_NEWLINE.sub(_escaped, message)
+            record.message = message.replace("\n", _CONTINUATION)
         return super().formatMessage(record)
 
 
@@ -246,6 +248,7 @@ class AccessQueueHandler(logging.handlers.QueueHandler):
 
     def __init__(self, handlers: list[logging.Handler]) -> None:
         self._records = _RecordQueue()
+        self._made: dict[tuple[int, str], logging.LogRecord] = {}  # per level and format: see ``_record``
         super().__init__(self._records)  # type: ignore[arg-type]  # QueueHandler only calls put_nowait
         self._handlers = list(handlers)
         self._stopping = threading.Event()
@@ -334,10 +337,20 @@ class AccessQueueHandler(logging.handlers.QueueHandler):
             except Exception:
                 handler.handleError(batch[-1])
 
-    @staticmethod
-    def _record(created: float, level: int, msg: str, args: tuple[object, ...]) -> logging.LogRecord:
-        record = logging.getLogger(ACCESS_LOGGER).makeRecord(ACCESS_LOGGER, level, "", 0, msg, args, None)
-        record.created = created  # as LogRecord computes them, from the moment the line was queued
+    def _record(self, created: float, level: int, msg: str, args: tuple[object, ...]) -> logging.LogRecord:
+        # The first line of a level and format is made by the logger; later ones copy its attributes (the same
+        # logger, level, writer thread and process) and set their own arguments and time: a record's __init__
+        # asks for the process, thread and task, a good part of what a line cost the interpreter.
+        made = self._made.get((level, msg))
+        if made is None:
+            made = logging.getLogger(ACCESS_LOGGER).makeRecord(ACCESS_LOGGER, level, "", 0, msg, (), None)
+            self._made[(level, msg)] = made
+        record = logging.LogRecord.__new__(logging.LogRecord)
+        record.__dict__.update(made.__dict__)
+        record.args = args
+        # As LogRecord computes them, from the moment the line was queued.
+        record.relativeCreated = made.relativeCreated + (created - made.created) * 1000
+        record.created = created
         record.msecs = int((created - int(created)) * 1000) + 0.0
         return record
 

@@ -7,6 +7,7 @@ back (the order engine's ``CommitmentSource``).
 
 from __future__ import annotations
 
+import math
 import sqlite3
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
@@ -84,6 +85,7 @@ class Book:
         self.commitments: CommitmentSource = lambda _acct: Commitment()
         # Each account's positions as last priced, with what they were priced on (see ``positions``).
         self._priced: dict[str, tuple[tuple[object, ...], list[Pos]]] = {}
+        self._session_of_second: tuple[int, date] | None = None  # (clock second, its quoted session)
 
     def account_row(self, conn: sqlite3.Connection, acct_num: str) -> sqlite3.Row:
         """Return an account's row; NotFound for an unknown account."""
@@ -150,7 +152,7 @@ class Book:
         portfolio read cost.
         """
         version = self._store.version()
-        key = (version, quoted_day(self._clock.now()), int(self._market.now().timestamp()))
+        key = (version, self._quoted_session(), int(self._market.now().timestamp()))
         kept = self._priced.get(acct_num)
         if version is not None and kept is not None and kept[0] == key and self._at_market(kept[1]):
             return kept[1]
@@ -158,6 +160,21 @@ class Book:
         if version is not None:
             self._priced[acct_num] = (key, result)
         return result
+
+    def _quoted_session(self) -> date:
+        """Return ``quoted_day`` of the clock's now, worked out once per clock second.
+
+        A New York date changes at midnight there, a whole second, so every moment of one second has the same
+        session; converting to New York time on every read was a tenth of a positions read.
+        """
+        now = self._clock.now()
+        second = math.floor(now.timestamp())
+        kept = self._session_of_second
+        if kept is not None and kept[0] == second:
+            return kept[1]
+        day = quoted_day(now)
+        self._session_of_second = (second, day)
+        return day
 
     def _at_market(self, positions: list[Pos]) -> bool:
         if isinstance(self._market, MarketSimulator):  # its quotes change only with the second, in the key
