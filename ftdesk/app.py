@@ -455,6 +455,7 @@ data dir (see the README).
 Subcommands talk to the running service (ftdesk SUBCOMMAND --help; docs/cli.md):
   quote, positions, balances, orders, chain, status, stream   read (--json for scripts)
   buy, sell, short, cover, cancel                             trade: each order previews first, then asks
+  login, logout                                               the brokerage session (the password is asked)
   halt, resume                                                the kill switch
   mcp                                                         serve an AI assistant (docs/assistant.md)
 """

@@ -9,7 +9,7 @@ import argparse
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ftdesk.cli import reads, trading
+from ftdesk.cli import reads, session, trading
 from ftdesk.cli.outcome import BAD_ARGUMENTS, INTERRUPTED, NOT_REACHABLE, REFUSED, UsageError
 from ftdesk.cli.render import Output
 from ftdesk.client import ApiKeyNotFound, Client, FtdeskApiError, FtdeskClientError, ServiceUnreachable
@@ -76,6 +76,14 @@ def build_parser() -> argparse.ArgumentParser:
     chain.add_argument("symbol", metavar="SYM")
     chain.add_argument("--expiry", metavar="YYYY-MM-DD", help="the expiration to print")
     command("status", reads.status, "print the service's health, the session and the safety state", json_flag)
+    login = command(
+        "login", session.login, "log in to the brokerage (the password is asked, never an argument)", json_flag
+    )
+    login.add_argument("username", metavar="USER")
+    login.add_argument("--code", metavar="123456", help="the 6-digit code of the authenticator app, if asked")
+    login.add_argument("--password-stdin", action="store_true", help="read the password as one line from stdin")
+    login.add_argument("--remember", action="store_true", help="store the credentials for re-login (encrypted)")
+    command("logout", session.logout, "log out of the brokerage", json_flag)
 
     for side, words in trading.SIDES.items():
         order = command(side, trading.order, f"preview, then place, an order to {words}", json_flag, account)

@@ -12,6 +12,8 @@ SUBCOMMANDS = frozenset(
         "orders",
         "chain",
         "status",
+        "login",
+        "logout",
         "buy",
         "sell",
         "short",
