@@ -8,60 +8,19 @@ from __future__ import annotations
 from ftdesk.domain.accounts import Position
 from ftdesk.domain.day_pnl import day_gain
 from ftdesk.domain.orders import Order
+from tests.unit.day_pnl_records import filled_order, held_position
 
 BROKER_FIGURE = 999.0
 
 
 def position(qty: float, last: float, prev: float, *, symbol: str = "TSLA", kind: str = "EQUITY") -> Position:
-    return Position.model_validate(
-        {
-            "acct_num": "X1",
-            "symbol": symbol,
-            "security_type": kind,
-            "description": symbol,
-            "quantity": qty,
-            "last_price": last,
-            "last_price_chg": last - prev,
-            "last_price_chg_pct": 0.0,
-            "prev_close_price": prev,
-            "market_value": qty * last,
-            "cost_basis": 0.0,
-            "avg_cost_per_share": 0.0,
-            "total_gain_loss": 0.0,
-            "total_gain_loss_pct": 0.0,
-            "todays_gain_loss": BROKER_FIGURE,
-            "todays_gain_loss_pct": 0.0,
-            "holding_pct": 100.0,
-        }
-    )
+    return held_position(qty, last, prev, acct="X1", symbol=symbol, kind=kind, broker_day_gain=BROKER_FIGURE)
 
 
 def fill(action: str, qty: float, price: float | None, *, symbol: str = "TSLA", acct: str = "X1") -> Order:
-    return Order.model_validate(
-        {
-            "acct_num": acct,
-            "id_detail": {"conf_num": f"C{action}{qty}{price}"},
-            "status_detail": {
-                "status": "FILLED",
-                "status_desc": "Filled",
-                "cancelable_ind": False,
-                "replaceable_ind": False,
-                "qty": qty,
-                "qty_exec": qty,
-                "qty_remaining": 0,
-                "avg_exec_price": price,
-            },
-            "order_detail": {
-                "symbol": symbol,
-                "action": action,
-                "action_desc": action,
-                "qty": qty,
-                "price_type": "M",
-                "tif": "D",
-                "security_type": "EQUITY",
-                "entry_time": "2026-11-16T10:00:00-05:00",
-            },
-        }
+    conf_num = f"C{action}{qty}{price}"
+    return filled_order(
+        action, qty, price, acct=acct, symbol=symbol, conf_num=conf_num, entered="2026-11-16T10:00:00-05:00"
     )
 
 

@@ -25,6 +25,7 @@ from ftdesk.service.safety.reads import BrokerReads
 from ftdesk.service.safety.store import SafetyStore
 from ftdesk.service.switches import SettingsHolder
 from tests.fakes.clock import ManualClock
+from tests.unit.day_pnl_records import filled_order, held_position
 
 ACCT = "X1"
 TUESDAY_MORNING = datetime(2026, 11, 17, 15, 0, tzinfo=UTC)  # 10:00 in New York
@@ -34,56 +35,11 @@ _conf_nums = itertools.count(1)
 
 
 def held(qty: float, last: float, prev: float, cost: float, symbol: str = "AAPL") -> Position:
-    return Position.model_validate(
-        {
-            "acct_num": ACCT,
-            "symbol": symbol,
-            "security_type": "EQUITY",
-            "description": symbol,
-            "quantity": qty,
-            "last_price": last,
-            "last_price_chg": last - prev,
-            "last_price_chg_pct": 0.0,
-            "prev_close_price": prev,
-            "market_value": qty * last,
-            "cost_basis": qty * cost,
-            "avg_cost_per_share": cost,
-            "total_gain_loss": qty * (last - cost),
-            "total_gain_loss_pct": 0.0,
-            "todays_gain_loss": qty * (last - prev),  # what the broker says: the shares held, from the close
-            "todays_gain_loss_pct": 0.0,
-            "holding_pct": 100.0,
-        }
-    )
+    return held_position(qty, last, prev, acct=ACCT, symbol=symbol, cost=cost)
 
 
 def filled(action: str, qty: float, price: float | None, *, entered: str = TODAY, symbol: str = "AAPL") -> Order:
-    return Order.model_validate(
-        {
-            "acct_num": ACCT,
-            "id_detail": {"conf_num": f"C{next(_conf_nums)}"},
-            "status_detail": {
-                "status": "FILLED",
-                "status_desc": "Filled",
-                "cancelable_ind": False,
-                "replaceable_ind": False,
-                "qty": qty,
-                "qty_exec": qty,
-                "qty_remaining": 0,
-                "avg_exec_price": price,
-            },
-            "order_detail": {
-                "symbol": symbol,
-                "action": action,
-                "action_desc": action,
-                "qty": qty,
-                "price_type": "M",
-                "tif": "D",
-                "security_type": "EQUITY",
-                "entry_time": entered,
-            },
-        }
-    )
+    return filled_order(action, qty, price, acct=ACCT, symbol=symbol, conf_num=f"C{next(_conf_nums)}", entered=entered)
 
 
 @dataclass
