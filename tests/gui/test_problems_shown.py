@@ -4,28 +4,11 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ftdesk.domain.session import SessionState
-from ftdesk.gui.bridge import AppStatus
 from ftdesk.gui.icons import TrayLook
 from ftdesk.gui.status_text import tooltip, tray_look
-from ftdesk.streaming.models import HubState
+from tests.gui.test_events_status_line import BASE
 
-FINE = AppStatus(
-    running=True,
-    session=SessionState.LOGGED_IN,
-    username="t***r",
-    broker="fidelity",
-    live=False,
-    api_url="http://127.0.0.1:8787/api/v1",
-    docs_url="http://127.0.0.1:8787/docs",
-    quotes=HubState.CONNECTED,
-    events=HubState.CONNECTED,
-    clients={},
-    last_error=None,
-    reauth_count=0,
-    auto_reauth=False,
-    credentials_stored=False,
-)
+FINE = BASE  # logged in to Fidelity, both streams connected, no problem
 FULL = (
     "The disk of the data dir /home/t/.local/share/ftdesk is full (0 KiB free): previews and places are refused "
     "(STORAGE_FULL). Free some space on that disk; cancels and the kill switch still work"
