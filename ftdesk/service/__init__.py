@@ -1,1 +1,1 @@
-"""The aiohttp service: middleware, routes, OpenAPI, session, credentials, live gate, order journal."""
+"""The aiohttp service: the front door, routes, OpenAPI, session, credentials, live gate, order journal."""

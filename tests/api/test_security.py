@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 
 import aiohttp
@@ -137,3 +138,37 @@ async def test_logs_never_contain_the_key_the_query_or_the_body(service, caplog:
     text = caplog.text
     assert "GET /api/v1/_test/ws -> 101" in text  # the access log did record these requests
     assert TEST_API_KEY not in text and "s3cret-body-value" not in text and "wrong-key-abcdef" not in text
+
+
+async def test_a_path_that_does_not_exist_asks_for_the_key_before_saying_so(service) -> None:
+    async with service.http.get(service.url("/api/v1/no/such/thing")) as r:
+        assert r.status == 403 and await code_of(r) == "API_KEY_INVALID"
+    async with service.http.get(service.url("/api/v1/no/such/thing"), headers=service.auth) as r:
+        assert r.status == 404 and await code_of(r) == "NOT_FOUND"
+    async with service.http.delete(service.url("/api/v1/health")) as r:  # a method the path does not allow
+        assert r.status == 403 and await code_of(r) == "API_KEY_INVALID"
+    async with service.http.delete(service.url("/api/v1/health"), headers=service.auth) as r:
+        assert r.status == 405 and r.headers["Allow"] == "GET"
+
+
+async def test_streams_carry_the_request_id_and_cors_headers(service) -> None:
+    headers = {**service.auth, "Origin": "http://localhost:3000", "X-Request-ID": "sse-1"}
+    async with service.http.get(service.url("/api/v1/streaming/quotes?symbols=AAPL"), headers=headers) as r:
+        assert r.status == 200 and r.content_type == "text/event-stream"
+        assert r.headers["X-Request-ID"] == "sse-1"
+        assert r.headers["X-Content-Type-Options"] == "nosniff"
+        assert r.headers["Access-Control-Allow-Origin"] == "http://localhost:3000"
+    host, port = service.base_url.removeprefix("http://").split(":")
+    reader, writer = await asyncio.open_connection(host, int(port))
+    writer.write(
+        (
+            "GET /api/v1/ws/quotes HTTP/1.1\r\n"
+            f"Host: {host}:{port}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+            "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n"
+            f"Authorization: Bearer {TEST_API_KEY}\r\nX-Request-ID: ws-1\r\n\r\n"
+        ).encode()
+    )
+    head = (await reader.readuntil(b"\r\n\r\n")).decode()
+    writer.close()
+    assert head.startswith("HTTP/1.1 101")
+    assert "X-Request-ID: ws-1\r\n" in head and "X-Content-Type-Options: nosniff\r\n" in head

@@ -152,7 +152,7 @@ class OrderRecorder:
         except FtdeskError as exc:
             await self.finish(entry_id, outcome_of(exc), exc)
             raise
-        except Exception:  # the middleware logs it and answers INTERNAL_ERROR with this message
+        except Exception:  # the front door logs it and answers INTERNAL_ERROR with this message
             message = f"Internal error; the service log has the details under request id {ticket.request_id}"
             await self.finish(entry_id, Outcome.ERROR, InternalError(message))
             raise

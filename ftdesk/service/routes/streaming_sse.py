@@ -39,6 +39,7 @@ from ftdesk.service.push.quote_frames import (
 )
 from ftdesk.service.push.state import DEFAULT_HEARTBEAT_SECONDS, STREAMING, SharedQuotes
 from ftdesk.service.routes.common import Symbol, context
+from ftdesk.service.web.front_door import stamp_common_headers
 from ftdesk.service.web.routing import Call, QueryBool, QueryModel, RouteTable
 from ftdesk.streaming.consumer import QuoteConsumer, normalize_symbols
 from ftdesk.streaming.event_consumer import EventConsumer, Replay
@@ -80,11 +81,20 @@ class QuoteStreamQuery(QueryModel):
 # --- SSE -------------------------------------------------------------------------------------------
 
 
+def _event_stream_response(request: web.Request) -> web.StreamResponse:
+    """Return an unstarted Server-Sent Events response with the service's common headers."""
+    response = web.StreamResponse(headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+    response.content_type = "text/event-stream"
+    response.charset = "utf-8"
+    stamp_common_headers(request, response)  # before it starts: the front door stamps only what is unstarted
+    return response
+
+
 @contextlib.contextmanager
 def _ended_on_unexpected_error(call: Call[Any, Any], response: web.StreamResponse, what: str) -> Iterator[None]:
     """End a started stream on an unexpected error: logged once, the connection closed, never half-alive.
 
-    Once the response has started, the envelope middleware can no longer answer with an error; the stream
+    Once the response has started, the front door can no longer answer with an error; the stream
     ends instead (an EventSource reconnects after the retry delay) and the error is logged here, once.
     """
     try:
@@ -224,9 +234,7 @@ async def stream_quotes(call: Call[None, QuoteStreamQuery]) -> web.StreamRespons
             shared.follow(consumer, depth=call.query.depth)
         else:
             consumer.acquire(with_books(normalize_symbols(call.query.symbols), call.query.depth))
-        response = web.StreamResponse(headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
-        response.content_type = "text/event-stream"
-        response.charset = "utf-8"
+        response = _event_stream_response(call.request)
         with ctx.streams.track(response):
             await response.prepare(call.request)
             # A client that went away shows up as a failed write (a quote or the next heartbeat): a reset,
@@ -454,9 +462,7 @@ async def stream_events(call: Call[None, EventStreamQuery]) -> web.StreamRespons
     # Refused (503, as a JSON envelope) before the response starts when the feed cannot run or is shut down.
     consumer, replay = hub.open_consumer(resume_after)
     try:
-        response = web.StreamResponse(headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
-        response.content_type = "text/event-stream"
-        response.charset = "utf-8"
+        response = _event_stream_response(call.request)
         with ctx.streams.track(response):
             await response.prepare(call.request)
             # A client that went away shows up as a failed write (an event or the next heartbeat), as in

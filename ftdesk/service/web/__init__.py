@@ -1,1 +1,1 @@
-"""The HTTP floor: the aiohttp app, its socket, middleware, envelope, JSON input, route table and error codes."""
+"""The HTTP floor: the aiohttp app, its socket, the front door, envelope, JSON input, route table and error codes."""

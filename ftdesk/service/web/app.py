@@ -9,12 +9,7 @@ from ftdesk.service.docs.openapi import OpenApiDocument
 from ftdesk.service.docs.pages import add_docs_routes
 from ftdesk.service.push.state import STREAMING, StreamingOptions, StreamingState
 from ftdesk.service.safety.sweep import SWEEP_HOLD_SECONDS
-from ftdesk.service.web.middleware import (
-    MAX_BODY_KEY,
-    SecurityPolicy,
-    add_common_headers,
-    make_request_middleware,
-)
+from ftdesk.service.web.front_door import FRONT_DOOR, FrontDoor, SecurityPolicy
 from ftdesk.service.web.routing import RouteTable, add_routes
 
 
@@ -25,7 +20,11 @@ def create_web_app(
     streaming: StreamingOptions | None = None,
     window: DesktopWindow | None = None,
 ) -> web.Application:
-    """Return the application serving the route tables under /api/v1, and /docs (a window: the tray's)."""
+    """Return the application serving the route tables under /api/v1, and /docs (a window: the tray's).
+
+    It is served behind its ``FRONT_DOOR`` (``ServiceServer`` puts it there): the Host, Origin and body-size
+    checks and the error envelope live there; each endpoint's handler checks its own API key.
+    """
     settings = ctx.settings
     policy = SecurityPolicy(
         api_key=ctx.api_key,
@@ -34,19 +33,16 @@ def create_web_app(
         allowed_origins=frozenset(o.lower() for o in settings.allowed_origins),
         max_body_bytes=settings.max_body_bytes,
     )
-    app = web.Application(
-        middlewares=[make_request_middleware(policy, ctx.safety, SWEEP_HOLD_SECONDS)],
-        client_max_size=settings.max_body_bytes,
-    )
+    front_door = FrontDoor(policy, ctx.safety, SWEEP_HOLD_SECONDS)
+    app = web.Application(client_max_size=settings.max_body_bytes)
     app[CONTEXT] = ctx
-    app[MAX_BODY_KEY] = settings.max_body_bytes
+    app[FRONT_DOOR] = front_door
     app[STREAMING] = StreamingState(ctx.quotes, streaming or StreamingOptions())
     if window is not None:
         app[DESKTOP_WINDOW] = window
-    endpoints = add_routes(app, tables)
+    endpoints = add_routes(app, tables, front_door.guard)
     app[ENDPOINTS] = endpoints
     app[OPENAPI] = OpenApiDocument(endpoints, version=ctx.version)
     add_docs_routes(app)
-    app.on_response_prepare.append(add_common_headers)
     app.on_shutdown.append(ctx.streams.close_all)
     return app

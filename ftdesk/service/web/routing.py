@@ -13,7 +13,7 @@ import types
 import typing
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Annotated, Any, Generic, Literal, TypeVar
+from typing import Annotated, Any, Generic, Literal, Protocol, TypeVar
 
 from aiohttp import web
 from aiohttp.http import HttpProcessingError
@@ -83,6 +83,17 @@ class Call(Generic[BodyT, QueryT]):
 
 
 Handler = Callable[[Call[Any, Any]], Awaitable[Any]]
+
+Guard = Callable[[web.Request], Awaitable[None] | None]
+"""What an endpoint's handler calls first: it raises a refusal, returns something to await, or passes (None)."""
+
+
+class GuardFactory(Protocol):
+    """Makes an endpoint's guard from what the endpoint asks of its callers (``FrontDoor.guard``)."""
+
+    def __call__(self, *, api_key: bool, query_api_key: bool) -> Guard:
+        """Return the guard of an endpoint with these needs."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -184,7 +195,6 @@ class RouteTable:
         return self.route("DELETE", path, **kwargs)
 
 
-ENDPOINT_KEY = "ftdesk_endpoint"
 REQUEST_ID = web.RequestKey("request_id", str)
 CORS_ORIGIN = web.RequestKey("cors_origin", str)
 
@@ -301,8 +311,8 @@ def query_to_dict(model: type[BaseModel], request: web.Request) -> dict[str, Any
     return data
 
 
-def make_aiohttp_handler(endpoint: Endpoint) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
-    """Wrap an endpoint's thin handler with parsing, validation and the envelope."""
+def make_aiohttp_handler(endpoint: Endpoint, guard: Guard) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
+    """Wrap an endpoint's thin handler with its guard, parsing, validation and the envelope."""
 
     # Decided once per endpoint, not per request: the fixed part of a request's cost is most of a small read's.
     query_model, body_model, handler, status = endpoint.query, endpoint.body, endpoint.handler, endpoint.status
@@ -310,6 +320,9 @@ def make_aiohttp_handler(endpoint: Endpoint) -> Callable[[web.Request], Awaitabl
     collects = endpoint.method == "GET" and endpoint.kind == "json"
 
     async def handle(request: web.Request) -> web.StreamResponse:
+        held = guard(request)
+        if held is not None:
+            await held
         body: BaseModel | None = None
         query: BaseModel | None = None
         if query_model is not None:
@@ -346,19 +359,11 @@ def make_aiohttp_handler(endpoint: Endpoint) -> Callable[[web.Request], Awaitabl
             response.headers.update(served.headers())
         return response
 
-    setattr(handle, ENDPOINT_KEY, endpoint)
     return handle
 
 
-def endpoint_of(request: web.Request) -> Endpoint | None:
-    """Return the endpoint a request was routed to, if any."""
-    handler = request.match_info.handler
-    found = getattr(handler, ENDPOINT_KEY, None)
-    return found if isinstance(found, Endpoint) else None
-
-
-def add_routes(app: web.Application, tables: list[RouteTable]) -> list[Endpoint]:
-    """Register every endpoint of the tables on the app and return them in order."""
+def add_routes(app: web.Application, tables: list[RouteTable], guard: GuardFactory) -> list[Endpoint]:
+    """Register every endpoint of the tables on the app, each behind its guard, and return them in order."""
     endpoints: list[Endpoint] = []
     seen: set[tuple[str, str]] = set()
     for table in tables:
@@ -367,6 +372,7 @@ def add_routes(app: web.Application, tables: list[RouteTable]) -> list[Endpoint]
             if key in seen:
                 raise ValueError(f"duplicate endpoint {endpoint.method} {endpoint.path}")
             seen.add(key)
-            app.router.add_route(endpoint.method, endpoint.path, make_aiohttp_handler(endpoint))
+            endpoint_guard = guard(api_key=endpoint.api_key, query_api_key=endpoint.query_api_key)
+            app.router.add_route(endpoint.method, endpoint.path, make_aiohttp_handler(endpoint, endpoint_guard))
             endpoints.append(endpoint)
     return endpoints

@@ -14,7 +14,7 @@ from aiohttp import web
 from ftdesk.domain import errors as e
 from ftdesk.logs import ACCESS_LOGGER
 from ftdesk.service.web.envelope import error_response
-from ftdesk.service.web.middleware import REQUEST_ID_HEADER, AccessLogger
+from ftdesk.service.web.front_door import FRONT_DOOR, REQUEST_ID_HEADER, AccessLogger, FrontDoor
 from ftdesk.service.web.routing import REQUEST_ID
 
 log = logging.getLogger(__name__)
@@ -50,7 +50,7 @@ class EnvelopeRequestHandler(web.RequestHandler):
     """aiohttp's connection handler, answering the errors aiohttp raises itself in the JSON envelope.
 
     A request the HTTP parser refuses (a bad request line, a line or header too long) never reaches the
-    application's middleware; aiohttp answers it from ``handle_error`` with a plain-text 400 that repeats the
+    front door; aiohttp answers it from ``handle_error`` with a plain-text 400 that repeats the
     request line. aiohttp 3.14 has no setting or signal for that response, so this subclass answers it.
 
     It also times out slow clients, for which aiohttp 3.14 has no setting: a request head that takes longer
@@ -129,15 +129,16 @@ class EnvelopeRequestHandler(web.RequestHandler):
 
 
 class _EnvelopeServer(web.Server):
-    """aiohttp's server with ``EnvelopeRequestHandler`` as each connection's handler."""
+    """aiohttp's server with ``EnvelopeRequestHandler`` as each connection's handler, behind the front door."""
 
-    def __init__(self, plain: web.Server) -> None:
+    def __init__(self, plain: web.Server, front_door: FrontDoor | None) -> None:
         # Made from the server aiohttp built for the app, so its handler, factory and settings are unchanged.
         # aiohttp keeps a server's handler settings and loop only in private members and has no hook to swap the
         # connection handler class (see EnvelopeRequestHandler), so these two reads are the price of the envelope.
         self._handler_kwargs: dict[str, Any] = dict(plain._kwargs)
+        handler = plain.request_handler if front_door is None else front_door.serve(plain.request_handler)
         super().__init__(
-            plain.request_handler,
+            handler,
             request_factory=plain.request_factory,
             handler_cancellation=plain.handler_cancellation,
             loop=plain._loop,  # private in aiohttp too (see above)
@@ -150,10 +151,10 @@ class _EnvelopeServer(web.Server):
 
 
 class _EnvelopeAppRunner(web.AppRunner):
-    """``web.AppRunner`` serving through ``_EnvelopeServer``."""
+    """``web.AppRunner`` serving through ``_EnvelopeServer``, behind the app's ``FRONT_DOOR``."""
 
     async def _make_server(self) -> web.Server:
-        return _EnvelopeServer(await super()._make_server())
+        return _EnvelopeServer(await super()._make_server(), self.app.get(FRONT_DOOR))
 
 
 SHUTDOWN_TIMEOUT = 2.0

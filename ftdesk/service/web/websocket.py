@@ -20,6 +20,8 @@ from aiohttp import WSCloseCode, web
 from aiohttp.abc import AbstractStreamWriter
 from aiohttp.http_websocket import WebSocketError
 
+from ftdesk.service.web.front_door import stamp_common_headers
+
 _MASK_BIT = 0x80
 _LENGTH_BITS = 0x7F
 _MASK_BYTES = 4
@@ -108,7 +110,8 @@ class ClientWebSocket(web.WebSocketResponse):
     _frames_drain: AbstractStreamWriter | None = None
 
     async def prepare(self, request: web.BaseRequest) -> AbstractStreamWriter:
-        """Answer the handshake; keep what ``write_frames`` writes through and drains."""
+        """Answer the handshake (with the common headers); keep what ``write_frames`` writes through and drains."""
+        stamp_common_headers(request, self)
         writer = await super().prepare(request)
         self._frames_drain = writer
         return writer

@@ -1,9 +1,10 @@
-"""Middleware: request ids, the envelope on every error, local-only security and the start-up sweep's hold.
+"""The front door: request ids, the envelope on every error, local-only security and the start-up sweep's hold.
 
-One middleware (``make_request_middleware``) does it all, in this order: the request id; then, inside the
-envelope (errors -> envelope, tracebacks to the log only), the security checks (``_security_check``: Host,
-Origin/CORS, body size, API key), the hold while a halted run's start-up sweep cancels the open orders, and
-the route. One middleware, not three: each layer cost a coroutine per request, and the checks await nothing.
+``FrontDoor.serve`` wraps the server's request handler, in this order: the request id; then, inside the
+envelope (errors -> envelope, tracebacks to the log only), the checks that need no route (``_security_check``:
+Host, Origin/CORS, body size), then routing and the route, whose handler first calls its endpoint's
+``FrontDoor.guard`` (the API key, then the hold while a halted run's start-up sweep cancels the open orders).
+The common headers are stamped on the way out, or by a stream before it starts. The checks await nothing.
 """
 
 from __future__ import annotations
@@ -19,14 +20,13 @@ from typing import Protocol
 
 from aiohttp import web
 from aiohttp.abc import AbstractAccessLogger
-from aiohttp.typedefs import Middleware
 from yarl import URL
 
 from ftdesk.domain import errors as e
 from ftdesk.logs import AccessQueueHandler, log_safe
 from ftdesk.service.keys import keys_match
 from ftdesk.service.web.envelope import error_body, error_response
-from ftdesk.service.web.routing import CORS_ORIGIN, REQUEST_ID, ClientDisconnected, endpoint_of
+from ftdesk.service.web.routing import CORS_ORIGIN, REQUEST_ID, ClientDisconnected, Guard
 
 log = logging.getLogger("ftdesk.service")
 
@@ -40,7 +40,7 @@ _UNAUTHENTICATED_PREFIXES = ("/docs",)
 
 @dataclass(frozen=True)
 class SecurityPolicy:
-    """What the security middleware enforces."""
+    """What the front door enforces."""
 
     api_key: str
     api_key_required: bool
@@ -59,7 +59,7 @@ def logged_path(request: web.BaseRequest) -> str:
     return log_safe(request.raw_path.partition("?")[0], limit=200)
 
 
-def _request_id(request: web.Request) -> str:
+def _request_id(request: web.BaseRequest) -> str:
     offered = request.headers.get(REQUEST_ID_HEADER)
     if offered is not None and _REQUEST_ID_RE.fullmatch(offered):
         return offered
@@ -68,7 +68,7 @@ def _request_id(request: web.Request) -> str:
     return f"{random.getrandbits(128):032x}"
 
 
-def _http_exception_to_error(exc: web.HTTPException, request: web.Request) -> e.FtdeskError:
+def _http_exception_to_error(exc: web.HTTPException, request: web.BaseRequest, max_body_bytes: int) -> e.FtdeskError:
     if isinstance(exc, web.HTTPNotFound):
         return e.NotFound(f"No endpoint {request.method} {request.path}; see /docs for the API")
     if isinstance(exc, web.HTTPMethodNotAllowed):
@@ -78,7 +78,7 @@ def _http_exception_to_error(exc: web.HTTPException, request: web.Request) -> e.
             details={"allowed_methods": allowed},
         )
     if isinstance(exc, web.HTTPRequestEntityTooLarge):
-        return e.PayloadTooLarge(f"The request body is larger than the limit of {request.app[MAX_BODY_KEY]} bytes")
+        return e.PayloadTooLarge(f"The request body is larger than the limit of {max_body_bytes} bytes")
     if exc.status == 400:
         return e.MalformedRequest(exc.text or "Bad request")
     return _GenericHttpError(exc.reason, status=exc.status)
@@ -90,9 +90,6 @@ class _GenericHttpError(e.FtdeskError):
     def __init__(self, message: str, *, status: int) -> None:
         super().__init__(message)
         self.status = status
-
-
-MAX_BODY_KEY = web.AppKey("max_body_bytes", int)
 
 
 class RequestGate(Protocol):
@@ -108,59 +105,122 @@ class RequestGate(Protocol):
         ...
 
 
-def make_request_middleware(policy: SecurityPolicy, gate: RequestGate, hold_seconds: float) -> Middleware:
-    """Build the one middleware: request id, envelope, security checks, the sweep's hold (``hold_seconds`` at most)."""
-    security_check = _security_check(policy)
+Handler = Callable[[web.BaseRequest], Awaitable[web.StreamResponse]]
 
-    @web.middleware
-    async def request_middleware(
-        request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
-    ) -> web.StreamResponse:
-        request[REQUEST_ID] = _request_id(request)
-        try:
-            preflight = security_check(request)
-            if preflight is not None:
-                return preflight
-            # Served anyway after the wait: previews and places are refused while halted, and cancels must work.
-            # Nothing held (every request but those of a halted run's first seconds): no timer to arm and cancel.
-            if gate.requests_held:
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(gate.requests_may_proceed(), hold_seconds)
-            return await handler(request)
-        except ClientDisconnected as exc:
-            log.info(
-                "The body of %s %s (request %s) did not arrive complete: %s; nothing was done",
-                log_safe(request.method),
-                logged_path(request),
-                request[REQUEST_ID],
-                exc.message,
-            )
-            return error_response(exc)  # nobody reads it, but the access log records a 400, not a 500
-        except e.FtdeskError as exc:
-            return error_response(exc)
-        except web.HTTPException as exc:
-            if exc.status < 400:
-                raise
-            error = _http_exception_to_error(exc, request)
-            if isinstance(error, _GenericHttpError):
-                return web.json_response(error_body("HTTP_ERROR", error.message), status=error.status)
-            if isinstance(error, e.MethodNotAllowed):  # RFC 9110: a 405 lists what the path allows
-                return error_response(error, headers={"Allow": ", ".join(error.details["allowed_methods"])})
-            return error_response(error)
-        except Exception:
-            log.exception(
-                "Unhandled error in %s %s (request %s)",
-                log_safe(request.method),
-                logged_path(request),
-                request[REQUEST_ID],
-            )
-            return error_response(
-                e.InternalError(
-                    f"Internal error; the service log has the details under request id {request[REQUEST_ID]}"
+
+class FrontDoor:
+    """What every request passes: its id, the envelope on any error, the security checks and the sweep's hold.
+
+    ``serve`` wraps the server's request handler (aiohttp's application: routing, then the route), so a
+    request is checked before anything routes it: the Host and Origin checks, the CORS preflight and the
+    body-size limit. Every endpoint's handler is built with ``guard(endpoint)``: the API key its endpoint
+    asks for (constant time), then the hold while a halted run's start-up sweep cancels the open orders. A
+    path no route matches asks for the key too, before it is told 404 or 405, so a caller without the key
+    learns nothing of what exists; ``/docs`` asks for none.
+
+    Not aiohttp middleware: an application with middleware wraps every request in two more coroutines and
+    aiohttp's own ``_fix_request_current_app``; a request to ``/health`` cost a fifth more for it.
+    """
+
+    def __init__(self, policy: SecurityPolicy, gate: RequestGate, hold_seconds: float) -> None:
+        self._policy = policy
+        self._gate = gate
+        self._hold_seconds = hold_seconds
+        self._security_check = _security_check(policy)
+
+    def serve(self, inner: Handler) -> Handler:
+        """Return ``inner`` behind the front door."""
+        security_check = self._security_check
+        key_refusal = self._key_refusal
+        max_body_bytes = self._policy.max_body_bytes
+
+        async def front_door(request: web.BaseRequest) -> web.StreamResponse:
+            request[REQUEST_ID] = _request_id(request)
+            try:
+                response = security_check(request)
+                if response is None:
+                    response = await inner(request)
+            except ClientDisconnected as exc:
+                log.info(
+                    "The body of %s %s (request %s) did not arrive complete: %s; nothing was done",
+                    log_safe(request.method),
+                    logged_path(request),
+                    request[REQUEST_ID],
+                    exc.message,
                 )
-            )
+                response = error_response(exc)  # nobody reads it, but the access log records a 400, not a 500
+            except e.FtdeskError as exc:
+                response = error_response(exc)
+            except web.HTTPException as exc:
+                if exc.status < 400:
+                    raise
+                refusal = key_refusal(request, query_key=False) if exc.status in (404, 405) else None
+                response = error_response(refusal) if refusal else _http_error_response(exc, request, max_body_bytes)
+            except Exception:
+                log.exception(
+                    "Unhandled error in %s %s (request %s)",
+                    log_safe(request.method),
+                    logged_path(request),
+                    request[REQUEST_ID],
+                )
+                response = error_response(
+                    e.InternalError(
+                        f"Internal error; the service log has the details under request id {request[REQUEST_ID]}"
+                    )
+                )
+            if not response.prepared:  # a stream stamped its headers before it started (``stamp_common_headers``)
+                stamp_common_headers(request, response)
+            return response
 
-    return request_middleware
+        return front_door
+
+    def guard(self, *, api_key: bool, query_api_key: bool) -> Guard:
+        """Return the check an endpoint's handler makes first: its API key, then the sweep's hold (awaited)."""
+        key_refusal = self._key_refusal
+        gate = self._gate
+        needs_key = api_key and self._policy.api_key_required
+
+        def guard(request: web.Request) -> Awaitable[None] | None:
+            if needs_key:
+                refusal = key_refusal(request, query_key=query_api_key)
+                if refusal is not None:
+                    raise refusal
+            # Served anyway after the wait: previews and places are refused while halted, and cancels must work.
+            # Nothing held (every request but those of a halted run's first seconds): nothing to await.
+            return self._held() if gate.requests_held else None
+
+        return guard
+
+    async def _held(self) -> None:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._gate.requests_may_proceed(), self._hold_seconds)
+
+    def _key_refusal(self, request: web.BaseRequest, *, query_key: bool) -> e.ApiKeyInvalid | None:
+        """Return the refusal of a request without the right API key (None: the key is right, or not asked)."""
+        policy = self._policy
+        if not policy.api_key_required or request.path.startswith(_UNAUTHENTICATED_PREFIXES):
+            return None
+        presented = _bearer_token(request)
+        if presented is None and query_key:
+            presented = request.query.get("api_key")
+        if presented is not None and keys_match(presented, policy.api_key):
+            return None
+        return e.ApiKeyInvalid(
+            "Missing or wrong API key: send 'Authorization: Bearer <key>' (print the key with: ftdesk --print-api-key)"
+        )
+
+
+FRONT_DOOR = web.AppKey("front_door", FrontDoor)
+"""The front door an application is served behind (``ServiceServer`` wraps the app's request handler in it)."""
+
+
+def _http_error_response(exc: web.HTTPException, request: web.BaseRequest, max_body_bytes: int) -> web.Response:
+    error = _http_exception_to_error(exc, request, max_body_bytes)
+    if isinstance(error, _GenericHttpError):
+        return web.json_response(error_body("HTTP_ERROR", error.message), status=error.status)
+    if isinstance(error, e.MethodNotAllowed):  # RFC 9110: a 405 lists what the path allows
+        return error_response(error, headers={"Allow": ", ".join(error.details["allowed_methods"])})
+    return error_response(error)
 
 
 def _host_name(host_header: str) -> str:
@@ -171,7 +231,7 @@ def _host_name(host_header: str) -> str:
     return (host or "").lower().strip("[]")
 
 
-def _bearer_token(request: web.Request) -> str | None:
+def _bearer_token(request: web.BaseRequest) -> str | None:
     header = request.headers.get("Authorization", "")
     scheme, _, token = header.partition(" ")
     if scheme.lower() == "bearer" and token.strip():
@@ -179,14 +239,14 @@ def _bearer_token(request: web.Request) -> str | None:
     return None
 
 
-def _security_check(policy: SecurityPolicy) -> Callable[[web.Request], web.StreamResponse | None]:
-    """Build the check of Host, Origin, body size and the API key: it raises, answers a preflight, or passes (None)."""
+def _security_check(policy: SecurityPolicy) -> Callable[[web.BaseRequest], web.StreamResponse | None]:
+    """Build the check of Host, Origin and body size: it raises, answers a preflight, or passes (None)."""
     allowed_hosts = policy.allowed_hosts
     # Host headers already parsed and accepted: a client sends the same one on every request, so it is parsed
     # as a URL once, not on every request. Refused ones are parsed each time; at most 16 are kept.
     accepted_hosts: set[str] = set()
 
-    def security_check(request: web.Request) -> web.StreamResponse | None:
+    def security_check(request: web.BaseRequest) -> web.StreamResponse | None:
         host_header = request.host
         if host_header not in accepted_hosts:
             if _host_name(host_header) not in allowed_hosts:
@@ -223,24 +283,13 @@ def _security_check(policy: SecurityPolicy) -> Callable[[web.Request], web.Strea
         if request.content_length is not None and request.content_length > policy.max_body_bytes:
             raise e.PayloadTooLarge(f"The request body is larger than the limit of {policy.max_body_bytes} bytes")
 
-        if policy.api_key_required and not request.path.startswith(_UNAUTHENTICATED_PREFIXES):
-            endpoint = endpoint_of(request)
-            if endpoint is None or endpoint.api_key:
-                presented = _bearer_token(request)
-                if presented is None and endpoint is not None and endpoint.query_api_key:
-                    presented = request.query.get("api_key")
-                if presented is None or not keys_match(presented, policy.api_key):
-                    raise e.ApiKeyInvalid(
-                        "Missing or wrong API key: send 'Authorization: Bearer <key>' "
-                        "(print the key with: ftdesk --print-api-key)"
-                    )
         return None
 
     return security_check
 
 
-async def add_common_headers(request: web.Request, response: web.StreamResponse) -> None:
-    """Stamp X-Request-ID (and CORS headers for allowed cross-origin callers) on every response."""
+def stamp_common_headers(request: web.BaseRequest, response: web.StreamResponse) -> None:
+    """Stamp X-Request-ID (and CORS headers for allowed cross-origin callers); a stream calls it before it starts."""
     request_id = request.get(REQUEST_ID)
     if request_id:
         response.headers[REQUEST_ID_HEADER] = request_id
