@@ -5,9 +5,11 @@ from __future__ import annotations
 import logging
 import os
 import stat
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+import time_machine
 
 from ftdesk.logs import OUR_HANDLER, SecretRedactor
 
@@ -124,3 +126,34 @@ def test_access_lines_written_in_batches_rotate_where_one_by_one_would(tmp_path:
     assert files("batched.log") == files("single.log"), "the same lines, split into the same files"
     assert len(files("batched.log")) > 5 and all(len(text) < 1000 for text in files("batched.log"))
     assert "secret-path-part" not in "".join(files("batched.log"))
+
+
+def test_access_lines_made_without_a_record_read_as_the_logger_writes_them(tmp_path: Path) -> None:
+    from ftdesk.logs import AccessQueueHandler, OneRecordPerLineFormatter, PrivateRotatingFileHandler
+
+    # The service's own format, with the time: the writer fills it in without a record.
+    formatter = OneRecordPerLineFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s")
+    redactor = SecretRedactor(["hunter2-secret"])
+    handlers = {}
+    for name in ("queued.log", "logged.log"):
+        handlers[name] = PrivateRotatingFileHandler(tmp_path / name, encoding="utf-8")
+        handlers[name].setFormatter(formatter)
+        handlers[name].addFilter(redactor)
+    queue = AccessQueueHandler([handlers["queued.log"]])
+    logger = logging.getLogger("ftdesk.access")
+    line = "%s %s -> %s in %.1f ms (request %s)"
+    paths = ["/api/v1/health", "/x/hunter2-secret/y", "/odd\nINFO forged", "/caf\u00e9", "/t\x1b[2J"]
+    start = datetime(2028, 2, 29, 23, 59, 59, 998_000, tzinfo=UTC)  # lines on both sides of a second
+    for n, path in enumerate(paths * 3):
+        args = ("GET", path, 200 + n, n / 7, f"{n:032x}")
+        # The clock stands still for each line, so the queued line and the logged record share their time.
+        with time_machine.travel(start + timedelta(microseconds=370 * n), tick=False):
+            assert queue.put_line(logging.INFO, line, args)
+            handlers["logged.log"].handle(logger.makeRecord("ftdesk.access", logging.INFO, "", 0, line, args, None))
+    queue.stop()
+    for handler in handlers.values():
+        handler.close()
+    queued = (tmp_path / "queued.log").read_text(encoding="utf-8")
+    assert queued == (tmp_path / "logged.log").read_text(encoding="utf-8")
+    assert queued.count(" INFO ftdesk.access: GET ") == 15 and "hunter2-secret" not in queued
+    assert "\n    INFO forged" in queued and "\\x1b[2J" in queued, "one record per line, as the formatter makes it"
