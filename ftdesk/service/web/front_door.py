@@ -2,29 +2,33 @@
 
 ``FrontDoor.serve`` wraps the server's request handler, in this order: the request id; then, inside the
 envelope (errors -> envelope, tracebacks to the log only), the checks that need no route (``_security_check``:
-Host, Origin/CORS, body size), then routing and the route, whose handler first calls its endpoint's
-``FrontDoor.guard`` (the API key, then the hold while a halted run's start-up sweep cancels the open orders).
-The common headers are stamped on the way out, or by a stream before it starts. The checks await nothing.
+Host, Origin/CORS, body size), then the endpoint (``EndpointDispatch``) or the application, whose handlers
+first call their endpoint's guard (``EndpointGuards``: the API key, then the hold while a halted run's start-up
+sweep cancels the open orders). The common headers are stamped on the way out, or by a stream before it
+starts. The checks await nothing.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import logging
 import random
 import re
+import typing
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Protocol
 
-from aiohttp import web
+from aiohttp import hdrs, web
 from aiohttp.abc import AbstractAccessLogger
 from yarl import URL
 
 from ftdesk.domain import errors as e
 from ftdesk.logs import AccessQueueHandler, log_safe
 from ftdesk.service.keys import keys_match
+from ftdesk.service.web.dispatch import EndpointDispatch
 from ftdesk.service.web.envelope import error_body, error_response
 from ftdesk.service.web.routing import CORS_ORIGIN, REQUEST_ID, ClientDisconnected, Guard
 
@@ -57,15 +61,6 @@ class SecurityPolicy:
 def logged_path(request: web.BaseRequest) -> str:
     """Return the request's path as a log line may show it: as sent (percent-escapes kept), no query, escaped."""
     return log_safe(request.raw_path.partition("?")[0], limit=200)
-
-
-def _request_id(request: web.BaseRequest) -> str:
-    offered = request.headers.get(REQUEST_ID_HEADER)
-    if offered is not None and _REQUEST_ID_RE.fullmatch(offered):
-        return offered
-    # 128 random bits, as uuid4's hex, without its system call (urandom cost a tenth of a /health request):
-    # an id only has to tell requests apart in the log; it guards nothing.
-    return f"{random.getrandbits(128):032x}"
 
 
 def _http_exception_to_error(exc: web.HTTPException, request: web.BaseRequest, max_body_bytes: int) -> e.FtdeskError:
@@ -109,43 +104,60 @@ Handler = Callable[[web.BaseRequest], Awaitable[web.StreamResponse]]
 
 
 class FrontDoor:
-    """What every request passes: its id, the envelope on any error, the security checks and the sweep's hold.
+    """What every request passes: its id, the envelope on any error and the checks that need no route.
 
-    ``serve`` wraps the server's request handler (aiohttp's application: routing, then the route), so a
-    request is checked before anything routes it: the Host and Origin checks, the CORS preflight and the
-    body-size limit. Every endpoint's handler is built with ``guard(endpoint)``: the API key its endpoint
-    asks for (constant time), then the hold while a halted run's start-up sweep cancels the open orders. A
-    path no route matches asks for the key too, before it is told 404 or 405, so a caller without the key
-    learns nothing of what exists; ``/docs`` asks for none.
+    ``serve`` wraps the server's request handler (aiohttp's application: routing, then the route), in this
+    order: the request id; then, inside the envelope (errors -> envelope, tracebacks to the log only), the
+    Host and Origin checks, the CORS preflight and the body-size limit; then the endpoint, found by
+    ``EndpointDispatch`` and called directly, or the application for anything else (streams, ``/docs``, a path
+    nothing matches). Each endpoint's handler first calls its guard (``EndpointGuards``). A path nothing
+    matches asks for the key too, before it is told 404 or 405, so a caller without the key learns nothing of
+    what exists; ``/docs`` asks for none. The common headers are stamped on the way out (a stream stamps its
+    own before it starts).
 
     Not aiohttp middleware: an application with middleware wraps every request in two more coroutines and
-    aiohttp's own ``_fix_request_current_app``; a request to ``/health`` cost a fifth more for it.
+    aiohttp's own ``_fix_request_current_app``, and a small read paid a fifth more for it.
     """
 
-    def __init__(self, policy: SecurityPolicy, gate: RequestGate, hold_seconds: float) -> None:
+    def __init__(self, policy: SecurityPolicy, dispatch: EndpointDispatch) -> None:
         self._policy = policy
-        self._gate = gate
-        self._hold_seconds = hold_seconds
+        self._dispatch = dispatch
         self._security_check = _security_check(policy)
+        # Request ids: this run's 64 random bits, then a count. An id only has to tell requests apart in the
+        # log (across runs too); it guards nothing, and 128 random bits a request cost a tenth of a /health.
+        self._run_id = f"{random.getrandbits(64):016x}"
+        self._count = itertools.count(1)
 
     def serve(self, inner: Handler) -> Handler:
         """Return ``inner`` behind the front door."""
         security_check = self._security_check
-        key_refusal = self._key_refusal
-        max_body_bytes = self._policy.max_body_bytes
+        dispatch = self._dispatch
+        policy = self._policy
+        run_id, count = self._run_id, self._count
 
         async def front_door(request: web.BaseRequest) -> web.StreamResponse:
-            request[REQUEST_ID] = _request_id(request)
+            offered = request.headers.get(REQUEST_ID_HEADER)
+            if offered is not None and _REQUEST_ID_RE.fullmatch(offered):
+                request_id = offered
+            else:
+                request_id = f"{run_id}{next(count):016x}"
+            request[REQUEST_ID] = request_id
             try:
                 response = security_check(request)
                 if response is None:
-                    response = await inner(request)
+                    if request.headers.get(hdrs.EXPECT):  # the application answers "100 Continue" first
+                        response = await inner(request)
+                    else:
+                        # The app's request factory made it: a web.Request, which is what endpoints take.
+                        routed = typing.cast(web.Request, request)
+                        found = dispatch.remembered(routed) or await dispatch.find(routed)
+                        response = await (inner(routed) if found is None else found[0](routed, found[1]))
             except ClientDisconnected as exc:
                 log.info(
                     "The body of %s %s (request %s) did not arrive complete: %s; nothing was done",
                     log_safe(request.method),
                     logged_path(request),
-                    request[REQUEST_ID],
+                    request_id,
                     exc.message,
                 )
                 response = error_response(exc)  # nobody reads it, but the access log records a 400, not a 500
@@ -154,19 +166,14 @@ class FrontDoor:
             except web.HTTPException as exc:
                 if exc.status < 400:
                     raise
-                refusal = key_refusal(request, query_key=False) if exc.status in (404, 405) else None
-                response = error_response(refusal) if refusal else _http_error_response(exc, request, max_body_bytes)
+                refusal = _key_refusal(policy, request, query_key=False) if exc.status in (404, 405) else None
+                response = error_response(refusal) if refusal else _http_error_response(exc, request, policy)
             except Exception:
                 log.exception(
-                    "Unhandled error in %s %s (request %s)",
-                    log_safe(request.method),
-                    logged_path(request),
-                    request[REQUEST_ID],
+                    "Unhandled error in %s %s (request %s)", log_safe(request.method), logged_path(request), request_id
                 )
                 response = error_response(
-                    e.InternalError(
-                        f"Internal error; the service log has the details under request id {request[REQUEST_ID]}"
-                    )
+                    e.InternalError(f"Internal error; the service log has the details under request id {request_id}")
                 )
             if not response.prepared:  # a stream stamped its headers before it started (``stamp_common_headers``)
                 stamp_common_headers(request, response)
@@ -174,15 +181,24 @@ class FrontDoor:
 
         return front_door
 
+
+class EndpointGuards:
+    """Makes each endpoint's guard: its API key (constant time), then the hold of a halted run's start-up sweep."""
+
+    def __init__(self, policy: SecurityPolicy, gate: RequestGate, hold_seconds: float) -> None:
+        self._policy = policy
+        self._gate = gate
+        self._hold_seconds = hold_seconds
+
     def guard(self, *, api_key: bool, query_api_key: bool) -> Guard:
         """Return the check an endpoint's handler makes first: its API key, then the sweep's hold (awaited)."""
-        key_refusal = self._key_refusal
+        policy = self._policy
         gate = self._gate
-        needs_key = api_key and self._policy.api_key_required
+        needs_key = api_key and policy.api_key_required
 
         def guard(request: web.Request) -> Awaitable[None] | None:
             if needs_key:
-                refusal = key_refusal(request, query_key=query_api_key)
+                refusal = _key_refusal(policy, request, query_key=query_api_key)
                 if refusal is not None:
                     raise refusal
             # Served anyway after the wait: previews and places are refused while halted, and cancels must work.
@@ -195,27 +211,27 @@ class FrontDoor:
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._gate.requests_may_proceed(), self._hold_seconds)
 
-    def _key_refusal(self, request: web.BaseRequest, *, query_key: bool) -> e.ApiKeyInvalid | None:
-        """Return the refusal of a request without the right API key (None: the key is right, or not asked)."""
-        policy = self._policy
-        if not policy.api_key_required or request.path.startswith(_UNAUTHENTICATED_PREFIXES):
-            return None
-        presented = _bearer_token(request)
-        if presented is None and query_key:
-            presented = request.query.get("api_key")
-        if presented is not None and keys_match(presented, policy.api_key):
-            return None
-        return e.ApiKeyInvalid(
-            "Missing or wrong API key: send 'Authorization: Bearer <key>' (print the key with: ftdesk --print-api-key)"
-        )
+
+def _key_refusal(policy: SecurityPolicy, request: web.BaseRequest, *, query_key: bool) -> e.ApiKeyInvalid | None:
+    """Return the refusal of a request without the right API key (None: the key is right, or not asked)."""
+    if not policy.api_key_required or request.path.startswith(_UNAUTHENTICATED_PREFIXES):
+        return None
+    presented = _bearer_token(request)
+    if presented is None and query_key:
+        presented = request.query.get("api_key")
+    if presented is not None and keys_match(presented, policy.api_key):
+        return None
+    return e.ApiKeyInvalid(
+        "Missing or wrong API key: send 'Authorization: Bearer <key>' (print the key with: ftdesk --print-api-key)"
+    )
 
 
 FRONT_DOOR = web.AppKey("front_door", FrontDoor)
 """The front door an application is served behind (``ServiceServer`` wraps the app's request handler in it)."""
 
 
-def _http_error_response(exc: web.HTTPException, request: web.BaseRequest, max_body_bytes: int) -> web.Response:
-    error = _http_exception_to_error(exc, request, max_body_bytes)
+def _http_error_response(exc: web.HTTPException, request: web.BaseRequest, policy: SecurityPolicy) -> web.Response:
+    error = _http_exception_to_error(exc, request, policy.max_body_bytes)
     if isinstance(error, _GenericHttpError):
         return web.json_response(error_body("HTTP_ERROR", error.message), status=error.status)
     if isinstance(error, e.MethodNotAllowed):  # RFC 9110: a 405 lists what the path allows

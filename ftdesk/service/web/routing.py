@@ -70,19 +70,22 @@ class Call(Generic[BodyT, QueryT]):
     body: BodyT
     query: QueryT
     path: Mapping[str, str]
+    app: web.Application
+    """The aiohttp application (collaborators hang off it as AppKeys)."""
 
     @property
     def request_id(self) -> str:
         """Return the X-Request-ID of this request."""
         return str(self.request.get(REQUEST_ID, ""))
 
-    @property
-    def app(self) -> web.Application:
-        """Return the aiohttp application (collaborators hang off it as AppKeys)."""
-        return self.request.app
-
 
 Handler = Callable[[Call[Any, Any]], Awaitable[Any]]
+
+AiohttpHandler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+Serve = Callable[[web.Request, Mapping[str, str]], Awaitable[web.StreamResponse]]
+"""An endpoint's handler called with the request's path parameters: what aiohttp's handler calls, and the
+front door directly when it found the endpoint itself (``EndpointDispatch``)."""
 
 Guard = Callable[[web.Request], Awaitable[None] | None]
 """What an endpoint's handler calls first: it raises a refusal, returns something to await, or passes (None)."""
@@ -311,15 +314,18 @@ def query_to_dict(model: type[BaseModel], request: web.Request) -> dict[str, Any
     return data
 
 
-def make_aiohttp_handler(endpoint: Endpoint, guard: Guard) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
-    """Wrap an endpoint's thin handler with its guard, parsing, validation and the envelope."""
+def make_endpoint_handlers(endpoint: Endpoint, guard: Guard, app: web.Application) -> tuple[AiohttpHandler, Serve]:
+    """Wrap an endpoint's thin handler with its guard, parsing, validation and the envelope.
+
+    Returns the handler aiohttp routes to and the same handler taking the path parameters as an argument.
+    """
 
     # Decided once per endpoint, not per request: the fixed part of a request's cost is most of a small read's.
     query_model, body_model, handler, status = endpoint.query, endpoint.body, endpoint.handler, endpoint.status
     refuse_query = query_model is None and endpoint.kind == "json"
     collects = endpoint.method == "GET" and endpoint.kind == "json"
 
-    async def handle(request: web.Request) -> web.StreamResponse:
+    async def serve(request: web.Request, path: Mapping[str, str]) -> web.StreamResponse:
         held = guard(request)
         if held is not None:
             await held
@@ -344,7 +350,7 @@ def make_aiohttp_handler(endpoint: Endpoint, guard: Guard) -> Callable[[web.Requ
                 )
         if body_model is not None:
             body = validate_json(body_model, await read_json_body(request), "body")
-        call = Call(request=request, body=body, query=query, path=request.match_info)
+        call = Call(request=request, body=body, query=query, path=path, app=app)
         if not collects:
             result = await handler(call)
             return result if isinstance(result, web.StreamResponse) else ok_response(result, status=status)
@@ -359,12 +365,25 @@ def make_aiohttp_handler(endpoint: Endpoint, guard: Guard) -> Callable[[web.Requ
             response.headers.update(served.headers())
         return response
 
-    return handle
+    async def handle(request: web.Request) -> web.StreamResponse:
+        return await serve(request, request.match_info)
+
+    return handle, serve
 
 
-def add_routes(app: web.Application, tables: list[RouteTable], guard: GuardFactory) -> list[Endpoint]:
-    """Register every endpoint of the tables on the app, each behind its guard, and return them in order."""
+@dataclass(frozen=True)
+class RoutedEndpoints:
+    """The endpoints registered on an app, in order, and the JSON ones' handlers by their aiohttp handler."""
+
+    endpoints: list[Endpoint]
+    direct: Mapping[AiohttpHandler, Serve]
+    """Each JSON endpoint's handler taking its path parameters, keyed by the handler aiohttp routes to."""
+
+
+def add_routes(app: web.Application, tables: list[RouteTable], guard: GuardFactory) -> RoutedEndpoints:
+    """Register every endpoint of the tables on the app, each behind its guard."""
     endpoints: list[Endpoint] = []
+    direct: dict[AiohttpHandler, Serve] = {}
     seen: set[tuple[str, str]] = set()
     for table in tables:
         for endpoint in table.endpoints:
@@ -373,6 +392,9 @@ def add_routes(app: web.Application, tables: list[RouteTable], guard: GuardFacto
                 raise ValueError(f"duplicate endpoint {endpoint.method} {endpoint.path}")
             seen.add(key)
             endpoint_guard = guard(api_key=endpoint.api_key, query_api_key=endpoint.query_api_key)
-            app.router.add_route(endpoint.method, endpoint.path, make_aiohttp_handler(endpoint, endpoint_guard))
+            handle, serve = make_endpoint_handlers(endpoint, endpoint_guard, app)
+            app.router.add_route(endpoint.method, endpoint.path, handle)
+            if endpoint.kind == "json":  # streams keep aiohttp's whole path: they are few and long
+                direct[handle] = serve
             endpoints.append(endpoint)
-    return endpoints
+    return RoutedEndpoints(endpoints, direct)
