@@ -1,11 +1,16 @@
 """Start-up time to the first HTTP 200: the frozen bundle next to the same code run from the venv.
 
-    .venv/bin/python bench/startup.py [--bundle dist/ftdesk/ftdesk] [--runs 5]
+    .venv/bin/python bench/startup.py [--bundle dist/ftdesk/ftdesk] [--before OTHER/ftdesk/ftdesk] [--runs 5]
 
 Each run starts ftdesk on a fresh data dir and a free port and polls ``GET /api/v1/health`` until it
 answers 200, then stops it with SIGTERM. Runs alternate between the frozen app (``--headless`` and the
 tray app under ``QT_QPA_PLATFORM=offscreen``) and ``python -m ftdesk`` from this venv, so both see the
-same machine load. Prints the median and the range of each, and the bundle's size.
+same machine load. ``--before`` adds a second bundle (say, one built from the tree before a change) to the
+same alternation, so a before/after comparison sees the same load too. Prints the median and the range of each,
+the resident memory 2 s after the first 200, and the bundle's size. The tray's figure is its first 200, which
+comes a few milliseconds before its icon or window is shown (the tray shows it once the service has started).
+
+Run it with bytecode writing allowed (``env -u PYTHONDONTWRITEBYTECODE``), or every venv start compiles.
 """
 
 from __future__ import annotations
@@ -71,19 +76,27 @@ def main() -> int:
     """Run the comparison and print it."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--bundle", type=Path, default=ROOT / "dist" / "ftdesk" / "ftdesk")
+    parser.add_argument("--before", type=Path, help="a second bundle to alternate with the first (before a change)")
     parser.add_argument("--runs", type=int, default=5)
     args = parser.parse_args()
     frozen = args.bundle.is_file()
     if not frozen:
         print(f"no bundle at {args.bundle} (packaging/build.py makes one): measuring the venv only")
+    if args.before is not None and not args.before.is_file():
+        parser.error(f"no bundle at {args.before}")
     variants = {
         "frozen, headless": ([str(args.bundle)], False),
+        "frozen before, headless": ([str(args.before)], False),
         "venv, headless": ([sys.executable, "-m", "ftdesk"], False),
         "frozen, tray (offscreen)": ([str(args.bundle)], True),
+        "frozen before, tray (offscreen)": ([str(args.before)], True),
         "venv, tray (offscreen)": ([sys.executable, "-m", "ftdesk"], True),
     }
-    if not frozen:
-        variants = {name: variant for name, variant in variants.items() if not name.startswith("frozen")}
+    variants = {
+        name: variant
+        for name, variant in variants.items()
+        if (frozen or not name.startswith("frozen")) and (args.before is not None or "before" not in name)
+    }
     times: dict[str, list[float]] = {name: [] for name in variants}
     memory: dict[str, list[float]] = {name: [] for name in variants}
     with tempfile.TemporaryDirectory(prefix="ftdesk-startup-") as scratch:
@@ -97,7 +110,7 @@ def main() -> int:
         low, high = min(seconds), max(seconds)
         median = statistics.median(seconds)
         print(
-            f"{name:>26}: first 200 after {median * 1000:.0f} ms (median; {low * 1000:.0f}-{high * 1000:.0f} ms), "
+            f"{name:>33}: first 200 after {median * 1000:.0f} ms (median; {low * 1000:.0f}-{high * 1000:.0f} ms), "
             f"idle RSS {statistics.median(memory[name]):.0f} MiB"
         )
     imports = subprocess.run(
@@ -112,9 +125,10 @@ def main() -> int:
         cwd=ROOT,
     ).stdout
     print(f"import ftdesk.app from the venv: {float(imports) * 1000:.0f} ms (python -X importtime for the detail)")
-    if frozen:
-        size, files = folder_size(args.bundle.parent)
-        print(f"bundle {args.bundle.parent}: {size / MIB:.1f} MiB, {files} files")
+    for bundle in (args.bundle, args.before) if frozen else ():
+        if bundle is not None:
+            size, files = folder_size(bundle.parent)
+            print(f"bundle {bundle.parent}: {size / MIB:.1f} MiB, {files} files")
     return 0
 
 

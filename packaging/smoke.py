@@ -7,7 +7,8 @@ Everything happens under one temporary folder that stands in for the trader's ho
 tray app under ``QT_QPA_PLATFORM=offscreen``, each on a fresh data dir and a free port. Each run must
 answer ``GET /api/v1/health`` and ``/docs`` (the page, its bundled assets and the OpenAPI JSON), log in
 on the paper broker, preview an order, refuse to place it (live trading is off by default), and exit 0 on
-SIGTERM. Then ``install.sh --uninstall`` must remove what it installed and keep the data.
+SIGTERM; the headless run must not have loaded Qt. Then ``install.sh --uninstall`` must remove what it installed
+and keep the data.
 
 Then it starts each mode ``--starts`` more times (fresh data dir each time, so each is a first start that also
 creates the paper world) and prints the median and range of the time from start to the first HTTP 200 on
@@ -185,6 +186,8 @@ def start_and_exercise(home: Home, mode: str) -> RunFigures:
             check(len(key) >= 20, "--print-api-key prints the API key")
             exercise(base, key)
             memory = rss_mib(process.pid)
+            if mode == "headless":
+                check_no_qt_loaded(process.pid)
         except BaseException:
             process.kill()
             process.wait()
@@ -207,6 +210,13 @@ def start_and_exercise(home: Home, mode: str) -> RunFigures:
         tray = "tray icon" in output or "status window" in output
         check(tray and "the tray cannot start" not in output, f"{mode}: the tray app started:\n{output[-2000:]}")
     return RunFigures(mode, first_200, memory, stop_seconds)
+
+
+def check_no_qt_loaded(pid: int) -> None:
+    """Check that a headless run has no Qt library mapped (PyInstaller's stock PySide6 hook loaded QtCore)."""
+    maps = Path(f"/proc/{pid}/maps").read_text().splitlines()
+    qt = sorted({line.rsplit("/", 1)[-1] for line in maps if "/libQt6" in line or "/libpyside6" in line})
+    check(not qt, f"headless: no Qt library is loaded (ftdesk.spec replaces the hook that loaded QtCore), found {qt}")
 
 
 def launch(home: Home, mode: str, data_dir: Path, port: int) -> tuple[list[str], dict[str, str]]:
