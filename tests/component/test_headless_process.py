@@ -112,10 +112,12 @@ async def test_a_bad_setting_prints_one_line_naming_the_variable(tmp_path: Path)
     assert text == "ftdesk: configuration error: FTSERVICE_PORT='abc' is not valid: expected an integer from 0 to 65535"
 
 
-async def test_headless_never_imports_qt(tmp_path: Path) -> None:
+async def test_headless_never_imports_qt_nor_cryptography_without_stored_credentials(tmp_path: Path) -> None:
+    # Blocked modules fail to import: a start that reached for one would never answer. cryptography (7 MiB of
+    # memory) serves only stored credentials, and this data dir has none.
     port = free_port()
     script = (
-        "import sys; sys.modules['PySide6'] = None; sys.modules['qasync'] = None; "
+        "import sys; sys.modules['PySide6'] = None; sys.modules['qasync'] = None; sys.modules['cryptography'] = None; "
         "from ftdesk.app import main; sys.exit(main(['--headless']))"
     )
     service = await ServiceProcess.start([sys.executable, "-c", script], service_env(tmp_path, port), port)
