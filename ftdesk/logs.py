@@ -90,10 +90,9 @@ class OneRecordPerLineFormatter(logging.Formatter):
         # A %-style format of a record's time, level, logger and message only (ours) can be filled in without a
         # record: ``line`` does that for the access log's writer, which is most of what a busy service logs.
         fields = set(_FIELD.findall(self._fmt or ""))
-        self._line_format: str | None = None
+        self._line_format = self._fmt or ""
         self._line_has_time = "asctime" in fields
-        if type(self._style) is logging.PercentStyle and fields <= _LINE_FIELDS and self.datefmt is None:
-            self._line_format = self._fmt
+        self._fills = type(self._style) is logging.PercentStyle and fields <= _LINE_FIELDS and self.datefmt is None
 
     def formatTime(self, record: logging.LogRecord, datefmt: str | None = None) -> str:
         """Return the record's local time, to the millisecond; the part to the second is made once a second."""
@@ -109,18 +108,20 @@ class OneRecordPerLineFormatter(logging.Formatter):
             self._second = cached  # a tuple replaced whole: the access log's writer thread formats too
         return self.default_msec_format % (cached[1], msecs)  # type: ignore[operator]  # None: see formatTime
 
-    def line(self, created: float, levelname: str, name: str, message: str) -> str | None:
-        """Return what ``format`` makes of a record with these fields and no exception (None: it needs a record).
+    @property
+    def fills_lines(self) -> bool:
+        """Say whether ``line`` can make this formatter's lines (its format names only time, level, logger, message)."""
+        return self._fills and not (self._line_has_time and self.default_msec_format is None)
+
+    def line(self, created: float, levelname: str, name: str, message: str) -> str:
+        """Return what ``format`` makes of a record with these fields and no exception (only where ``fills_lines``).
 
         ``created`` is a record's ``created`` (``time.time()`` when it happened); ``message`` its ``getMessage()``.
         """
-        line_format = self._line_format
-        if line_format is None or (self._line_has_time and self.default_msec_format is None):
-            return None
         if not message.isprintable():
             message = _one_line(message)
         asctime = self._time_of(created, msecs_of(created)) if self._line_has_time else ""
-        return line_format % {"asctime": asctime, "levelname": levelname, "name": name, "message": message}
+        return self._line_format % {"asctime": asctime, "levelname": levelname, "name": name, "message": message}
 
     def formatMessage(self, record: logging.LogRecord) -> str:
         """Return the record's line with its message made safe."""
@@ -356,7 +357,7 @@ class AccessQueueHandler(logging.handlers.QueueHandler):
         key = (handler.formatter, tuple(handler.filters), handler.level, handler.terminator)
         lines = texts.get(key)
         if lines is None:
-            lines = texts[key] = [line for item in batch if (line := self._line(handler, item)) is not None]
+            lines = texts[key] = self._lines(handler, batch)
         if not lines:
             return
         with handler.lock or contextlib.nullcontext():
@@ -372,28 +373,33 @@ class AccessQueueHandler(logging.handlers.QueueHandler):
                 last = batch[-1]
                 handler.handleError(last if isinstance(last, logging.LogRecord) else self._record(*last))
 
-    def _line(self, handler: logging.StreamHandler[typing.Any], item: logging.LogRecord | _Line) -> str | None:
-        """Return the line a handler writes of a queued item, with its terminator (None: filtered out)."""
-        if not isinstance(item, logging.LogRecord):
-            created, level, msg, args = item
-            if level < handler.level:
-                return None
-            formatter = handler.formatter
-            # An access line with our formatter and only the secret redactor as a filter is made without a
-            # record: the same text (a record's message, scrubbed, filled into the format) at a fifth of the cost.
-            if isinstance(formatter, OneRecordPerLineFormatter) and all(
-                isinstance(kept, SecretRedactor) for kept in handler.filters
-            ):
-                message = msg % args if args else msg
-                for redactor in handler.filters:
-                    message = redactor.scrub(message)  # type: ignore[union-attr]  # a SecretRedactor: see above
-                text = formatter.line(created, logging.getLevelName(level), ACCESS_LOGGER, message)
-                if text is not None:
-                    return text + handler.terminator
-            item = self._record(*item)
-        if item.levelno < handler.level or not handler.filter(item):
-            return None
-        return handler.format(item) + handler.terminator
+    def _lines(self, handler: logging.StreamHandler[typing.Any], batch: list[logging.LogRecord | _Line]) -> list[str]:
+        """Return the lines a handler writes of a batch, each with its terminator (what its filters let through)."""
+        formatter, terminator, level = handler.formatter, handler.terminator, handler.level
+        # An access line with our formatter and only the secret redactor as a filter is made without a record:
+        # the same text (a record's message, scrubbed, filled into the format) at a fifth of the cost.
+        filler: OneRecordPerLineFormatter | None = None
+        redactors = [kept for kept in handler.filters if isinstance(kept, SecretRedactor)]
+        if isinstance(formatter, OneRecordPerLineFormatter) and formatter.fills_lines:
+            filler = formatter if len(redactors) == len(handler.filters) else None
+        lines: list[str] = []
+        for item in batch:
+            if not isinstance(item, logging.LogRecord):
+                created, levelno, msg, args = item
+                if levelno < level:
+                    continue
+                if filler is not None:
+                    message = msg % args if args else msg
+                    for redactor in redactors:
+                        message = redactor.scrub(message)
+                    lines.append(
+                        filler.line(created, logging.getLevelName(levelno), ACCESS_LOGGER, message) + terminator
+                    )
+                    continue
+                item = self._record(*item)
+            if item.levelno >= level and handler.filter(item):
+                lines.append(handler.format(item) + terminator)
+        return lines
 
     def _record(self, created: float, level: int, msg: str, args: tuple[object, ...]) -> logging.LogRecord:
         # The first line of a level and format is made by the logger; later ones copy its attributes (the same

@@ -17,7 +17,7 @@ import logging
 import random
 import re
 import typing
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -58,9 +58,13 @@ class SecurityPolicy:
         return _LOCAL_HOSTS | {self.bind_host.lower().strip("[]")}
 
 
+_METHOD_LIMIT = 20
+_PATH_LIMIT = 200
+
+
 def logged_path(request: web.BaseRequest) -> str:
     """Return the request's path as a log line may show it: as sent (percent-escapes kept), no query, escaped."""
-    return log_safe(request.raw_path.partition("?")[0], limit=200)
+    return log_safe(request.raw_path.partition("?")[0], limit=_PATH_LIMIT)
 
 
 def _http_exception_to_error(exc: web.HTTPException, request: web.BaseRequest, max_body_bytes: int) -> e.FtdeskError:
@@ -176,7 +180,11 @@ class FrontDoor:
                     e.InternalError(f"Internal error; the service log has the details under request id {request_id}")
                 )
             if not response.prepared:  # a stream stamped its headers before it started (``stamp_common_headers``)
-                stamp_common_headers(request, response)
+                headers = response.headers
+                headers[REQUEST_ID_HEADER] = request_id
+                headers.setdefault("X-Content-Type-Options", "nosniff")
+                if request.headers.get("Origin") is not None:
+                    _stamp_cors(request, headers)
             return response
 
         return front_door
@@ -310,13 +318,18 @@ def stamp_common_headers(request: web.BaseRequest, response: web.StreamResponse)
     if request_id:
         response.headers[REQUEST_ID_HEADER] = request_id
     response.headers.setdefault("X-Content-Type-Options", "nosniff")
+    _stamp_cors(request, response.headers)
+
+
+def _stamp_cors(request: web.BaseRequest, headers: MutableMapping[str, str]) -> None:
+    """Stamp the CORS headers of an allowed cross-origin caller (nothing for any other)."""
     origin = request.get(CORS_ORIGIN)
     if origin:
-        response.headers["Access-Control-Allow-Origin"] = origin
-        response.headers["Access-Control-Allow-Headers"] = _CORS_ALLOWED_HEADERS
-        response.headers["Access-Control-Allow-Methods"] = _CORS_ALLOWED_METHODS
-        response.headers["Access-Control-Expose-Headers"] = f"{REQUEST_ID_HEADER}, Idempotent-Replayed"
-        response.headers["Vary"] = "Origin"
+        headers["Access-Control-Allow-Origin"] = origin
+        headers["Access-Control-Allow-Headers"] = _CORS_ALLOWED_HEADERS
+        headers["Access-Control-Allow-Methods"] = _CORS_ALLOWED_METHODS
+        headers["Access-Control-Expose-Headers"] = f"{REQUEST_ID_HEADER}, Idempotent-Replayed"
+        headers["Vary"] = "Origin"
 
 
 _ACCESS_LINE = "%s %s -> %s in %.1f ms (request %s)"
@@ -339,9 +352,11 @@ class AccessLogger(AbstractAccessLogger):
         """Log one finished request."""
         if not self.logger.isEnabledFor(logging.INFO):
             return
+        method = request.method
+        path = request.raw_path.partition("?")[0]
         args = (
-            log_safe(request.method, limit=20),
-            logged_path(request),
+            method if len(method) <= _METHOD_LIMIT and method.isprintable() else log_safe(method, limit=_METHOD_LIMIT),
+            path if len(path) <= _PATH_LIMIT and path.isprintable() else log_safe(path, limit=_PATH_LIMIT),
             response.status,
             time * 1000,
             request.get(REQUEST_ID, "-"),
