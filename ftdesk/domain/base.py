@@ -88,16 +88,16 @@ class SharedList(list[_Item]):
     """An answer handed as it is to every caller that asks while it is current: read it, never change it.
 
     A broker that reuses an answer (the paper ledger's positions within a market second) returns the same
-    ``SharedList`` each time, and the web edge makes its JSON text once (``json_text``): every caller is
+    ``SharedList`` each time, and the web edge makes its response body once (``rendered``): every caller is
     served the same bytes instead of each serialising the answer again.
     """
 
-    __slots__ = ("_json_text",)
+    __slots__ = ("_rendered",)
 
-    def json_text(self, render: Callable[[SharedList[_Item]], str]) -> str:
-        """Return the answer's JSON text, made by ``render`` on the first call and kept."""
-        text: str | None = getattr(self, "_json_text", None)
-        if text is None:
-            text = render(self)
-            self._json_text = text
-        return text
+    def rendered(self, render: Callable[[SharedList[_Item]], bytes]) -> bytes:
+        """Return the answer as ``render`` writes it, made on the first call and kept (one renderer per list)."""
+        body: bytes | None = getattr(self, "_rendered", None)
+        if body is None:
+            body = render(self)
+            self._rendered = body
+        return body

@@ -172,3 +172,17 @@ async def test_streams_carry_the_request_id_and_cors_headers(service) -> None:
     writer.close()
     assert head.startswith("HTTP/1.1 101")
     assert "X-Request-ID: ws-1\r\n" in head and "X-Content-Type-Options: nosniff\r\n" in head
+
+
+async def test_a_key_with_bytes_that_are_not_utf8_is_refused_not_a_crash(service) -> None:
+    host, port = service.base_url.removeprefix("http://").split(":")
+    reader, writer = await asyncio.open_connection(host, int(port))
+    writer.write(
+        f"GET /api/v1/_test/items?symbols=A HTTP/1.1\r\nHost: {host}:{port}\r\n".encode()
+        + b"Authorization: Bearer \xff\xfe"
+        + TEST_API_KEY.encode()
+        + b"\r\nConnection: close\r\n\r\n"
+    )
+    answer = await reader.read()
+    writer.close()
+    assert answer.startswith(b"HTTP/1.1 403") and b'"API_KEY_INVALID"' in answer

@@ -45,8 +45,17 @@ def _dumps(payload: dict[str, Any]) -> str:
     return json.dumps(payload, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
 
 
-def _json_text(data: Any) -> str:
-    return json.dumps(_to_jsonable(data), separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+def _list_envelope(data: SharedList[Any]) -> bytes:
+    # The same text json.dumps makes of the whole envelope: these separators, keys in this order.
+    text = json.dumps(_to_jsonable(data), separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    return ('{"ok":true,"data":' + text + ',"error":null}').encode()
+
+
+_JSON_CONTENT_TYPE = "application/json; charset=utf-8"
+
+
+def _json_headers(headers: dict[str, str] | None) -> dict[str, str]:
+    return {"Content-Type": _JSON_CONTENT_TYPE} if headers is None else {**headers, "Content-Type": _JSON_CONTENT_TYPE}
 
 
 def ok_response(data: Any, *, status: int = 200, headers: dict[str, str] | None = None) -> web.Response:
@@ -56,8 +65,7 @@ def ok_response(data: Any, *, status: int = 200, headers: dict[str, str] | None 
     elif isinstance(data, PlainJsonModel):
         body = '{"ok":true,"data":' + data.model_dump_json() + ',"error":null}'
     elif isinstance(data, SharedList):
-        # The same text json.dumps makes of the whole envelope: these separators, keys in this order.
-        body = '{"ok":true,"data":' + data.json_text(_json_text) + ',"error":null}'
+        return web.Response(body=data.rendered(_list_envelope), status=status, headers=_json_headers(headers))
     else:
         body = _dumps({"ok": True, "data": _to_jsonable(data), "error": None})
     return web.Response(text=body, status=status, content_type="application/json", headers=headers)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import itertools
 import logging
 import random
@@ -51,6 +52,11 @@ class SecurityPolicy:
     bind_host: str
     allowed_origins: frozenset[str]
     max_body_bytes: int
+
+    @functools.cached_property
+    def bearer_header(self) -> str:
+        """Return the Authorization header that carries the key: ``Bearer <key>``."""
+        return f"Bearer {self.api_key}"
 
     @property
     def allowed_hosts(self) -> frozenset[str]:
@@ -170,7 +176,8 @@ class FrontDoor:
             except web.HTTPException as exc:
                 if exc.status < 400:
                     raise
-                refusal = _key_refusal(policy, request, query_key=False) if exc.status in (404, 405) else None
+                unknown = exc.status in (404, 405) and not request.path.startswith(_UNAUTHENTICATED_PREFIXES)
+                refusal = _key_refusal(policy, request, query_key=False) if unknown else None
                 response = error_response(refusal) if refusal else _http_error_response(exc, request, policy)
             except Exception:
                 log.exception(
@@ -222,7 +229,11 @@ class EndpointGuards:
 
 def _key_refusal(policy: SecurityPolicy, request: web.BaseRequest, *, query_key: bool) -> e.ApiKeyInvalid | None:
     """Return the refusal of a request without the right API key (None: the key is right, or not asked)."""
-    if not policy.api_key_required or request.path.startswith(_UNAUTHENTICATED_PREFIXES):
+    if not policy.api_key_required:
+        return None
+    sent = request.headers.get("Authorization")
+    # What a client sends every time, "Bearer <key>", is compared whole (in constant time) before any parsing.
+    if sent is not None and keys_match(sent, policy.bearer_header):
         return None
     presented = _bearer_token(request)
     if presented is None and query_key:
