@@ -3,7 +3,8 @@
     .venv/bin/python bench/request_cost.py [--rounds 3] [--seconds 3] [--connections 4]
 
 ftdesk runs as ``python -m ftdesk --headless`` on a fresh data dir at the default log level (INFO: every
-request writes its access line to the log file and to stderr, here a file), logged in to the paper broker.
+request writes its access line to the log file and to stderr, here a file), logged in to the paper broker;
+the access lines in the log files (rotated ones too) are counted against the requests wrk saw answered.
 The bare app is a second process: plain aiohttp, no middleware, no access log, answering
 ``/api/v1/health`` and ``/api/v1/accounts/{acct}/positions`` with the bytes ftdesk served just before. wrk
 drives one endpoint of one server at a time, and the rounds alternate bare and ftdesk, so both see the
@@ -148,6 +149,7 @@ def main() -> int:
             rates: dict[tuple[str, str], list[float]] = {}
             costs: dict[tuple[str, str], list[float]] = {}
             loads: list[float] = []
+            answered = 0  # requests wrk counted from ftdesk (a run's last few unanswered ones are not counted)
             for round_number in range(args.rounds):
                 for name, path in paths.items():
                     for server, process, server_port in servers:
@@ -157,6 +159,8 @@ def main() -> int:
                         rate, total = wrk(f"http://127.0.0.1:{server_port}{path}", args.seconds, args.connections)
                         cost = (cpu_seconds(process.pid) - before) / total * 1e6
                         rates.setdefault((name, server), []).append(rate)
+                        if server == "ftdesk":
+                            answered += total
                         costs.setdefault((name, server), []).append(cost)
                         print(
                             f"round {round_number + 1} {name:>9} {server:>6}: {rate:8.0f} req/s, "
@@ -168,12 +172,14 @@ def main() -> int:
                     process.send_signal(signal.SIGTERM)
                     process.wait(timeout=15)
             stderr.close()
-        log_text = (Path(scratch) / "data" / "logs" / "ftdesk.log").read_text(encoding="utf-8")
-        log_lines = log_text.count(" INFO ftdesk.access: ")
+        # Every request ftdesk answered has its access line, in the log file and its rotated copies (5 MiB each).
+        log_files = sorted((Path(scratch) / "data" / "logs").glob("ftdesk.log*"))
+        log_lines = sum(path.read_text(encoding="utf-8").count(" INFO ftdesk.access: ") for path in log_files)
     print(
         f"machine: {platform.platform()}, {os.cpu_count()} cores, Python {platform.python_version()}; "
         f"wrk -t1 -c{args.connections} -d{args.seconds}s, {args.rounds} alternating rounds; "
-        f"load average {min(loads):.2f}-{max(loads):.2f}; access lines in ftdesk's log file: {log_lines}"
+        f"load average {min(loads):.2f}-{max(loads):.2f}; ftdesk answered {answered} requests to wrk and its log "
+        f"files hold {log_lines} access lines (the setup's requests too: none may be missing)"
     )
     print("ratio: ftdesk/bare requests/s (medians of the rounds); by CPU: bare/ftdesk server CPU per request")
     for name in paths:
