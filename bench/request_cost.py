@@ -4,7 +4,8 @@
 
 ftdesk runs as ``python -m ftdesk --headless`` on a fresh data dir at the default log level (INFO: every
 request writes its access line to the log file and to stderr, here a file), logged in to the paper broker;
-the access lines in the log files (rotated ones too) are counted against the requests wrk saw answered.
+the access lines on stderr and in the log files (which keep the newest 30 MiB) are counted next to the requests
+wrk saw answered.
 The bare app is a second process: plain aiohttp, no middleware, no access log, answering
 ``/api/v1/health`` and ``/api/v1/accounts/{acct}/positions`` with the bytes ftdesk served just before. wrk
 drives one endpoint of one server at a time, and the rounds alternate bare and ftdesk, so both see the
@@ -172,14 +173,17 @@ def main() -> int:
                     process.send_signal(signal.SIGTERM)
                     process.wait(timeout=15)
             stderr.close()
-        # Every request ftdesk answered has its access line, in the log file and its rotated copies (5 MiB each).
+        # Every request ftdesk answered has its access line on stderr (here a file); the log files keep the newest
+        # 30 MiB of them (5 MiB and five rotated copies), about 240,000 lines.
+        access = " INFO ftdesk.access: "
+        stderr_lines = (Path(scratch) / "stderr.log").read_text(encoding="utf-8", errors="replace").count(access)
         log_files = sorted((Path(scratch) / "data" / "logs").glob("ftdesk.log*"))
-        log_lines = sum(path.read_text(encoding="utf-8").count(" INFO ftdesk.access: ") for path in log_files)
+        log_lines = sum(path.read_text(encoding="utf-8").count(access) for path in log_files)
     print(
         f"machine: {platform.platform()}, {os.cpu_count()} cores, Python {platform.python_version()}; "
         f"wrk -t1 -c{args.connections} -d{args.seconds}s, {args.rounds} alternating rounds; "
-        f"load average {min(loads):.2f}-{max(loads):.2f}; ftdesk answered {answered} requests to wrk and its log "
-        f"files hold {log_lines} access lines (the setup's requests too: none may be missing)"
+        f"load average {min(loads):.2f}-{max(loads):.2f}; ftdesk answered {answered} requests to wrk; access lines "
+        f"(the setup's requests too): {stderr_lines} on stderr, {log_lines} in {len(log_files)} log files"
     )
     print("ratio: ftdesk/bare requests/s (medians of the rounds); by CPU: bare/ftdesk server CPU per request")
     for name in paths:
