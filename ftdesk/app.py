@@ -375,7 +375,7 @@ def freeze_imported_objects() -> None:
 
     Only the young generations are collected first: the imports' garbage is collected as they go, and what
     the last imports left behind is young. A full collection at this point found at most a handful of objects
-    (0-5 of ~70k) yet took 45 ms of every start; a test keeps what is frozen for nothing that small.
+    (0-5 of ~70k) yet took 45 ms of every start; a test keeps what is frozen for nothing to tens of objects.
     """
     gc.collect(1)
     gc.freeze()
