@@ -144,13 +144,16 @@ def test_access_lines_made_without_a_record_read_as_the_logger_writes_them(tmp_p
     line = "%s %s -> %s in %.1f ms (request %s)"
     paths = ["/api/v1/health", "/x/hunter2-secret/y", "/odd\nINFO forged", "/caf\u00e9", "/t\x1b[2J"]
     start = datetime(2028, 2, 29, 23, 59, 59, 998_000, tzinfo=UTC)  # lines on both sides of a second
+    records: list[logging.LogRecord] = []
     for n, path in enumerate(paths * 3):
         args = ("GET", path, 200 + n, n / 7, f"{n:032x}")
         # The clock stands still for each line, so the queued line and the logged record share their time.
         with time_machine.travel(start + timedelta(microseconds=370 * n), tick=False):
             assert queue.put_line(logging.INFO, line, args)
-            handlers["logged.log"].handle(logger.makeRecord("ftdesk.access", logging.INFO, "", 0, line, args, None))
+            records.append(logger.makeRecord("ftdesk.access", logging.INFO, "", 0, line, args, None))
     queue.stop()
+    for record in records:  # formatted where the queued lines were, in the machine's own time zone
+        handlers["logged.log"].handle(record)
     for handler in handlers.values():
         handler.close()
     queued = (tmp_path / "queued.log").read_text(encoding="utf-8")
