@@ -92,7 +92,7 @@ Guard = Callable[[web.Request], Awaitable[None] | None]
 
 
 class GuardFactory(Protocol):
-    """Makes an endpoint's guard from what the endpoint asks of its callers (``FrontDoor.guard``)."""
+    """Makes an endpoint's guard from what the endpoint asks of its callers (``EndpointGuards.guard``)."""
 
     def __call__(self, *, api_key: bool, query_api_key: bool) -> Guard:
         """Return the guard of an endpoint with these needs."""
